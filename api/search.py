@@ -1,0 +1,197 @@
+"""Hybrid search over the index: the public Python API.
+
+    >>> from pgrecall.api import search
+    >>> for hit in search("how do I rotate the signing keys?", k=5):
+    ...     print(hit.score, hit.path, hit.heading)
+
+Importing this module loads neither the worker nor the queue; the embedding
+model loads once, on the first query that needs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import threading
+from typing import Any
+
+from pgrecall import database
+from pgrecall.api import enrich, store
+from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
+from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.errors import InvalidInput
+from pgrecall.settings import Settings, load_settings
+
+MODES = ("hybrid", "vector", "keyword")
+FILTER_FIELDS = ("source_root", "path_prefix", "kind", "metadata", "modified_since")
+MAX_QUERY_CHARS = 2000
+MAX_K = 1000
+VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    chunk_id: int
+    document_id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    heading: str
+    text: str
+    snippet: str
+    score: float
+    ranks: dict[str, int | None]
+    metadata: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def validate_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
+    if not filters:
+        return {}
+    if not isinstance(filters, dict):
+        raise InvalidInput("filters must be a mapping of field to value")
+    unknown = sorted(set(filters) - set(FILTER_FIELDS))
+    if unknown:
+        raise InvalidInput(f"unknown filter field {unknown[0]!r}; known: {', '.join(FILTER_FIELDS)}")
+    clean: dict[str, Any] = {}
+    for name, value in filters.items():
+        if value is None:
+            continue
+        if name == "metadata":
+            if not isinstance(value, dict):
+                raise InvalidInput("filter metadata must be a mapping of key to value")
+        elif name == "modified_since":
+            value = _parse_time(value)
+        elif not isinstance(value, str) or not value:
+            raise InvalidInput(f"filter {name} must be a non-empty string")
+        clean[name] = value
+    return clean
+
+
+def _parse_time(value: Any) -> datetime.datetime:
+    if isinstance(value, datetime.datetime):
+        parsed = value
+    elif isinstance(value, datetime.date):
+        parsed = datetime.datetime.combine(value, datetime.time())
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInput(f"modified_since must be an ISO date or time, got {value!r}") from None
+    else:
+        raise InvalidInput("modified_since must be an ISO date or time")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def make_snippet(text: str, query: str, width: int = 240) -> str:
+    """About `width` characters of `text` around the first query word it contains."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lowered = flat.lower()
+    positions = [lowered.find(w.lower()) for w in _WORDS.findall(query) if len(w) > 2]
+    found = [p for p in positions if p >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    start = flat.rfind(" ", 0, start) + 1 if start else 0
+    excerpt = flat[start : start + width].rsplit(" ", 1)[0]
+    return ("…" if start else "") + excerpt + "…"
+
+
+class Searcher:
+    """A pool of read-only connections and the query embedder; safe to share between threads."""
+
+    def __init__(self, url: str, settings: Settings, embedder: Embedder | None = None, pool_size: int = 4):
+        self.settings = settings
+        self.pool = store.open_pool(url, max_size=pool_size)
+        self.embedder = embedder or get_embedder(settings.model, settings.embed_batch_size)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        filters: dict[str, Any] | None = None,
+        mode: str = "hybrid",
+        enrich_query: bool = True,
+        rrf_k: int | None = None,
+        weights: dict[str, float] | None = None,
+        candidates: int | None = None,
+        keyword_depth: int = 1000,
+        exact: bool = False,
+    ) -> list[Hit]:
+        query = (query or "").strip()
+        if not query:
+            raise InvalidInput("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"the query is longer than {MAX_QUERY_CHARS} characters")
+        if mode not in MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k must be an integer from 1 to {MAX_K}")
+        clean_filters = validate_filters(filters)
+        weights = {"vector": 1.0, "keyword": 1.0, **(weights or {})}
+        limit = max(candidates or 0, k, 100)
+
+        variants = [query]
+        if enrich_query:
+            variants = enrich.query_variants(query, self.embedder.word_pieces)
+        vectors = self.embedder.embed_batch(variants) if mode in ("hybrid", "vector") else None
+
+        lists: list[RankedList] = []
+        with self.pool.connection() as conn, conn.transaction():
+            session = store.ReadSession(conn, clean_filters, ef_search=max(self.settings.ef_search, limit))
+            for position, variant in enumerate(variants):
+                variant_weight = 1.0 if position == 0 else VARIANT_WEIGHT
+                if vectors is not None:
+                    ids = session.vector_arm(vectors[position], limit, exact=exact)
+                    lists.append(RankedList("vector", ids, weights["vector"] * variant_weight))
+                if mode in ("hybrid", "keyword"):
+                    ids = session.keyword_arm(variant, limit, keyword_depth)
+                    lists.append(RankedList("keyword", ids, weights["keyword"] * variant_weight))
+            fused = reciprocal_rank_fusion(lists, k=rrf_k or self.settings.rrf_k, arms=("vector", "keyword"))[:k]
+            rows = session.fetch([f.id for f in fused])
+        return [
+            Hit(
+                chunk_id=row.chunk_id,
+                document_id=row.document_id,
+                source_root=row.source_root,
+                path=row.path,
+                kind=row.kind,
+                title=row.title,
+                heading=row.heading,
+                text=row.text,
+                snippet=make_snippet(row.text, query),
+                score=f.score,
+                ranks=f.ranks,
+                metadata=row.metadata,
+            )
+            for f in fused
+            if (row := rows.get(f.id)) is not None
+        ]
+
+
+_default: Searcher | None = None
+_default_lock = threading.Lock()
+
+
+def default_searcher() -> Searcher:
+    global _default
+    with _default_lock:
+        if _default is None:
+            settings = load_settings()
+            _default = Searcher(database.database_url(settings), settings)
+        return _default
+
+
+def search(query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid", enrich: bool = True) -> list[Hit]:
+    """Hybrid search of the index configured by PGRECALL_* variables; see Searcher.search."""
+    return default_searcher().search(query, k=k, filters=filters, mode=mode, enrich_query=enrich)

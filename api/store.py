@@ -1,0 +1,111 @@
+"""The search side's only contact with the database: read-only transactions."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from pgrecall import bm25, database, queries
+from pgrecall.terms import identifier_terms
+
+_RAW = queries.load("search.sql")
+_FILTER_PARAMS = ("source_root", "path_prefix", "kind", "metadata", "modified_since")
+
+
+def _expand(template: str, filtered: bool, chunk_id: str) -> str:
+    joins = _RAW["filter_joins"].replace("{chunk_id}", chunk_id) if filtered else ""
+    condition = _RAW["document_filter"] if filtered else "TRUE"
+    return template.replace("{filter_joins}", joins).replace("{document_filter}", condition)
+
+
+# Two plans per arm: without filters the arms never touch the documents table.
+Q = {
+    (name, filtered): _expand(_RAW[name], filtered, "p.chunk_id" if name == "keyword_arm" else "c.id")
+    for name in ("vector_arm", "vector_arm_exact", "keyword_arm")
+    for filtered in (False, True)
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: int
+    document_id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    heading: str
+    text: str
+    metadata: dict[str, Any]
+    mtime: datetime.datetime | None
+
+
+def _configure_read_only(conn: psycopg.Connection) -> None:
+    conn.read_only = True
+    database.configure_connection(conn)
+    conn.commit()
+
+
+def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, configure=_configure_read_only, open=False)
+    pool.open(wait=True, timeout=30)
+    return pool
+
+
+def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
+    values = {name: None for name in _FILTER_PARAMS}
+    for name, value in (filters or {}).items():
+        values[name] = Jsonb(value) if name == "metadata" else value
+    return values
+
+
+class ReadSession:
+    """Queries of one search, in one read-only transaction."""
+
+    def __init__(self, conn: psycopg.Connection, filters: dict[str, Any] | None, ef_search: int):
+        self.conn = conn
+        self.filtered = bool(filters)
+        self.params = _filter_values(filters)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+
+    def vector_arm(self, embedding: np.ndarray, limit: int, exact: bool = False) -> list[int]:
+        name = "vector_arm_exact" if exact else "vector_arm"
+        rows = self.conn.execute(Q[(name, self.filtered)], {**self.params, "embedding": embedding, "limit": limit})
+        return [row[0] for row in rows.fetchall()]
+
+    def keyword_arm(self, query: str, limit: int, depth: int) -> list[int]:
+        params = {
+            **self.params,
+            "query": query,
+            "identifiers": identifier_terms(query),
+            "config": bm25.TEXT_SEARCH_CONFIG,
+            "k1": bm25.K1,
+            "b": bm25.B,
+            "depth": depth,
+            "limit": limit,
+        }
+        return [row[0] for row in self.conn.execute(Q[("keyword_arm", self.filtered)], params).fetchall()]
+
+    def fetch(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        rows = self.conn.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()
+        return {row[0]: ChunkRow(*row) for row in rows}
+
+
+def index_status(conn: psycopg.Connection) -> dict[str, Any]:
+    cursor = conn.execute(_RAW["index_status"])
+    names = [column.name for column in cursor.description]
+    return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]]:
+    cursor = conn.execute(_RAW["failures"], {"limit": limit})
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -1,0 +1,11 @@
+"""BM25 parameters shared by the writer (posting impacts) and the reader (scores).
+
+k1 = 0.9 and b = 0.4 are Pyserini's defaults, the configuration behind the
+published BEIR "BM25 flat" baselines; they were not tuned on our eval data.
+"""
+
+K1 = 0.9
+B = 0.4
+# Average chunk length assumed for impacts written before any statistics exist.
+DEFAULT_AVERAGE_LENGTH = 100.0
+TEXT_SEARCH_CONFIG = "english"

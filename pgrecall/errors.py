@@ -1,0 +1,34 @@
+"""One base exception; each subclass's docstring is its default message."""
+
+from __future__ import annotations
+
+
+class PgRecallError(Exception):
+    """pgrecall failed."""
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigurationError(PgRecallError):
+    """Invalid setting."""
+
+
+class DatabaseUnavailable(PgRecallError):
+    """The database cannot be reached."""
+
+
+class MigrationError(PgRecallError):
+    """The database schema cannot be migrated."""
+
+
+class ModelUnavailable(PgRecallError):
+    """The embedding model cannot be loaded from local files."""
+
+
+class UnsupportedFile(PgRecallError):
+    """This kind of file is not indexed."""
+
+
+class InvalidInput(PgRecallError):
+    """Invalid input."""

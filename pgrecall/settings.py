@@ -1,0 +1,69 @@
+"""Settings: plain environment variables, each documented once here and shown in --help."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import platformdirs
+
+from pgrecall.errors import ConfigurationError
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "PGRECALL_HOME": "data directory: embedded database, logs (default: the user data dir, e.g. ~/.local/share/pgrecall)",
+    "PGRECALL_DATABASE_URL": "use this PostgreSQL server (with pgvector) instead of the embedded one",
+    "PGRECALL_MODEL": "local sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)",
+    "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 16)",
+    "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
+    "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
+    "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 100)",
+    "PGRECALL_LOG_FORMAT": "console or json (default: console on a terminal, json otherwise)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    home: Path
+    database_url: str | None
+    model: str | None
+    worker_concurrency: int = 16
+    embed_batch_size: int = 64
+    rrf_k: int = 60
+    ef_search: int = 100
+    log_format: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.database_url is None
+
+
+def _int(env: dict[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ if env is None else env)
+    home = env.get("PGRECALL_HOME") or platformdirs.user_data_dir("pgrecall")
+    log_format = env.get("PGRECALL_LOG_FORMAT") or None
+    if log_format not in (None, "console", "json"):
+        raise ConfigurationError(f"PGRECALL_LOG_FORMAT must be console or json, got {log_format!r}")
+    return Settings(
+        home=Path(home).expanduser().resolve(),
+        database_url=env.get("PGRECALL_DATABASE_URL") or None,
+        model=env.get("PGRECALL_MODEL") or None,
+        worker_concurrency=_int(env, "PGRECALL_WORKERS", 16),
+        embed_batch_size=_int(env, "PGRECALL_EMBED_BATCH", 64),
+        rrf_k=_int(env, "PGRECALL_RRF_K", 60),
+        ef_search=_int(env, "PGRECALL_EF_SEARCH", 100),
+        log_format=log_format,
+    )

@@ -1,0 +1,139 @@
+-- Queries of the write path (pgrecall.worker.store). Values are always parameters.
+
+-- document_state --
+SELECT id, kind, content_hash, size_bytes, mtime, error
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND path = %(path)s
+
+-- child_documents --
+SELECT path, id, content_hash, error
+FROM pgrecall.documents
+WHERE parent_id = %(parent_id)s
+
+-- upsert_document --
+INSERT INTO pgrecall.documents AS d
+    (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
+     chunk_count, indexed_at, error, error_stage)
+VALUES
+    (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
+     %(title)s, %(metadata)s, %(chunk_count)s, now(), NULL, NULL)
+ON CONFLICT (source_root, path) DO UPDATE SET
+    parent_id = excluded.parent_id,
+    kind = excluded.kind,
+    content_hash = excluded.content_hash,
+    size_bytes = excluded.size_bytes,
+    mtime = excluded.mtime,
+    title = excluded.title,
+    metadata = excluded.metadata,
+    chunk_count = excluded.chunk_count,
+    indexed_at = excluded.indexed_at,
+    error = NULL,
+    error_stage = NULL
+RETURNING id
+
+-- record_failure --
+-- Chunks indexed from an earlier, good version stay searchable.
+INSERT INTO pgrecall.documents AS d
+    (source_root, path, kind, content_hash, size_bytes, mtime, title, error, error_stage)
+VALUES
+    (%(root)s, %(path)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s, %(title)s,
+     %(error)s, %(error_stage)s)
+ON CONFLICT (source_root, path) DO UPDATE SET
+    kind = CASE WHEN d.chunk_count > 0 THEN d.kind ELSE excluded.kind END,
+    content_hash = excluded.content_hash,
+    size_bytes = excluded.size_bytes,
+    mtime = excluded.mtime,
+    error = excluded.error,
+    error_stage = excluded.error_stage
+RETURNING id
+
+-- touch_document --
+UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s
+WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s)
+
+-- term_counts --
+SELECT p.term, count(*)::integer
+FROM pgrecall.postings p
+JOIN pgrecall.chunks c ON c.id = p.chunk_id
+WHERE c.document_id = ANY(%(document_ids)s)
+GROUP BY p.term
+
+-- chunk_totals --
+SELECT count(*)::bigint, coalesce(sum(term_count), 0)::bigint
+FROM pgrecall.chunks
+WHERE document_id = ANY(%(document_ids)s)
+
+-- delete_chunks --
+DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s
+
+-- create_staging --
+CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
+    ordinal integer,
+    heading text,
+    text text,
+    token_count integer,
+    embedding vector(384),
+    identifiers text[]
+) ON COMMIT DELETE ROWS
+
+-- copy_staging --
+COPY staging_chunks (ordinal, heading, text, token_count, embedding, identifiers) FROM STDIN (FORMAT BINARY)
+
+-- insert_chunks --
+INSERT INTO pgrecall.chunks
+    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count)
+SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
+       (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l)
+FROM staging_chunks s
+CROSS JOIN LATERAL (
+    SELECT to_tsvector(%(config)s::regconfig, s.heading || E'\n\n' || s.text)
+           || array_to_tsvector(s.identifiers) AS fts
+) v
+
+-- insert_postings --
+INSERT INTO pgrecall.postings (term, chunk_id, tf, impact)
+SELECT l.lexeme, c.id, l.tf,
+       l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length))
+FROM pgrecall.chunks c
+CROSS JOIN LATERAL (
+    SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.fts)
+) l
+CROSS JOIN (
+    SELECT coalesce(term_total::float8 / nullif(chunk_count, 0), %(default_average_length)s) AS average_length
+    FROM pgrecall.corpus_stats
+) a
+WHERE c.document_id = %(document_id)s
+
+-- apply_term_deltas --
+-- Sorted by term so that concurrent writers lock shared rows in one order (no deadlocks).
+INSERT INTO pgrecall.term_stats AS t (term, df)
+SELECT d.term, d.delta
+FROM unnest(%(terms)s::text[], %(deltas)s::integer[]) AS d(term, delta)
+ORDER BY d.term
+ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df
+
+-- prune_terms --
+DELETE FROM pgrecall.term_stats WHERE term = ANY(%(terms)s) AND df <= 0
+
+-- update_corpus_stats --
+UPDATE pgrecall.corpus_stats
+SET chunk_count = chunk_count + %(chunks)s, term_total = term_total + %(terms)s
+
+-- documents_to_remove --
+-- The document at path, its children (conversations of an export) and, for a
+-- folder, everything below it.
+SELECT id FROM pgrecall.documents
+WHERE source_root = %(root)s
+  AND (path = %(path)s OR starts_with(path, %(path)s || '/') OR starts_with(path, %(path)s || '#'))
+
+-- delete_documents --
+DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
+
+-- indexed_paths --
+SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
+
+-- queue_status --
+SELECT status::text, count(*)::bigint, min(scheduled_at)
+FROM procrastinate_jobs
+WHERE queue_name = %(queue)s
+GROUP BY status

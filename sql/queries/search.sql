@@ -1,0 +1,96 @@
+-- Queries of the read-only search side (pgrecall.api.store). {placeholders} are
+-- filled once, at load, with the fixed snippets below; values are parameters.
+
+-- filter_joins --
+JOIN pgrecall.chunks fc ON fc.id = {chunk_id}
+JOIN pgrecall.documents d ON d.id = fc.document_id
+
+-- document_filter --
+(%(source_root)s::text IS NULL OR d.source_root = %(source_root)s)
+AND (%(path_prefix)s::text IS NULL
+     OR starts_with(CASE WHEN starts_with(%(path_prefix)s, '/') THEN d.source_root || '/' || d.path ELSE d.path END,
+                    %(path_prefix)s))
+AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
+AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
+AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
+
+-- vector_arm --
+-- pgvector 0.8's iterative scan keeps reading the HNSW graph until enough rows
+-- pass the filter; relaxed order is re-sorted by the outer query.
+WITH nearest AS MATERIALIZED (
+    SELECT c.id, c.embedding <=> %(embedding)s AS distance
+    FROM pgrecall.chunks c
+    {filter_joins}
+    WHERE {document_filter}
+    ORDER BY c.embedding <=> %(embedding)s
+    LIMIT %(limit)s
+)
+SELECT id, distance FROM nearest ORDER BY distance, id
+
+-- vector_arm_exact --
+-- The same ranking without the approximate index: the yardstick for its recall.
+SELECT c.id, c.embedding <=> %(embedding)s AS distance
+FROM pgrecall.chunks c
+{filter_joins}
+WHERE {document_filter}
+ORDER BY c.embedding <=> %(embedding)s + 0, c.id
+LIMIT %(limit)s
+
+-- keyword_arm --
+-- BM25 over the postings: each query term reads at most %(depth)s entries of
+-- its impact-ordered list, so a common word costs no more than a rare one.
+WITH stats AS (
+    SELECT chunk_count::float8 AS n,
+           greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS average_length
+    FROM pgrecall.corpus_stats
+),
+query_terms AS (
+    SELECT DISTINCT q.term, ts.df
+    FROM unnest(tsvector_to_array(
+             to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+         )) AS q(term)
+    JOIN pgrecall.term_stats ts ON ts.term = q.term
+),
+matches AS (
+    SELECT m.chunk_id, m.tf, q.df
+    FROM query_terms q
+    CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf
+        FROM pgrecall.postings p
+        {filter_joins}
+        WHERE p.term = q.term AND {document_filter}
+        ORDER BY p.impact DESC
+        LIMIT %(depth)s
+    ) m
+)
+SELECT c.id,
+       sum(ln(1 + (s.n - m.df + 0.5) / (m.df + 0.5))
+           * m.tf * (%(k1)s + 1)
+           / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / s.average_length))) AS score
+FROM matches m
+JOIN pgrecall.chunks c ON c.id = m.chunk_id
+CROSS JOIN stats s
+GROUP BY c.id
+ORDER BY score DESC, c.id
+LIMIT %(limit)s
+
+-- fetch_hits --
+SELECT c.id, d.id, d.source_root, d.path, d.kind, d.title, c.heading, c.text, d.metadata, d.mtime
+FROM pgrecall.chunks c
+JOIN pgrecall.documents d ON d.id = c.document_id
+WHERE c.id = ANY(%(chunk_ids)s)
+
+-- index_status --
+SELECT
+    (SELECT count(*) FROM pgrecall.documents WHERE kind NOT IN ('claude_export', 'unsupported')) AS documents,
+    (SELECT count(*) FROM pgrecall.chunks) AS chunks,
+    (SELECT count(*) FROM pgrecall.documents WHERE error IS NOT NULL AND kind <> 'unsupported') AS failed,
+    (SELECT count(*) FROM pgrecall.documents WHERE kind = 'unsupported') AS skipped,
+    (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at
+
+-- failures --
+SELECT source_root, path, kind, error_stage, error
+FROM pgrecall.documents
+WHERE error IS NOT NULL
+ORDER BY source_root, path
+LIMIT %(limit)s

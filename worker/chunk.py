@@ -1,0 +1,171 @@
+"""Split sections into chunks the embedding model sees whole.
+
+all-MiniLM-L6-v2 reads 256 word pieces, [CLS] and [SEP] included; a longer
+text is silently truncated, so its tail would never reach the vector. Chunks
+therefore end at heading, paragraph or sentence boundaries and never exceed
+the model's limit with their heading prefix. A fenced code block is kept whole
+unless it alone is too long. Consecutive chunks of a section share a small
+overlap so a sentence cut from its neighbour keeps some context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+
+from pgrecall.worker.document import Chunk, Section
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_BLANK_LINES = re.compile(r"\n[ \t]*\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Unit:
+    text: str
+    tokens: int
+    joiner: str  # what separates it from the unit before: "\n\n" between blocks, " " within one
+
+
+def split_blocks(text: str) -> list[str]:
+    """Paragraphs separated by blank lines; a fenced code block stays one block."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            if current and any(part.strip() for part in current):
+                blocks.append("\n".join(current).strip("\n"))
+            current, fence = [line], match.group(1)
+            continue
+        if fence is not None:
+            current.append(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                blocks.append("\n".join(current))
+                current, fence = [], None
+            continue
+        if not line.strip():
+            if any(part.strip() for part in current):
+                blocks.append("\n".join(current).strip("\n"))
+            current = []
+        else:
+            current.append(line)
+    if any(part.strip() for part in current):
+        blocks.append("\n".join(current).strip("\n"))
+    return blocks
+
+
+def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> list[_Unit]:
+    """Greedy word windows of at most `budget` tokens, each starting with ~`overlap` tokens of the last."""
+    units: list[_Unit] = []
+    start = 0
+    while start < len(words):
+        end, total = start, 0
+        while end < len(words) and (total + counts[end] <= budget or end == start):
+            total += counts[end]
+            end += 1
+        if counts[start] > budget:  # one "word" longer than the budget: cut it by characters
+            text = words[start]
+            cut = max(1, len(text) * budget // counts[start])
+            units.extend(_Unit(text[i:i + cut], budget, " ") for i in range(0, len(text), cut))
+            start += 1
+            continue
+        units.append(_Unit(" ".join(words[start:end]), total, " "))
+        if end >= len(words):
+            break
+        back, carried = end, 0
+        while back > start + 1 and carried + counts[back - 1] <= overlap:
+            back -= 1
+            carried += counts[back]
+        start = back
+    return units
+
+
+def _split_oversized(block: str, budget: int, overlap: int, count_tokens: TokenCounter) -> list[_Unit]:
+    if _FENCE.match(block):
+        pieces, joiner = block.split("\n"), "\n"
+    else:
+        pieces, joiner = _SENTENCE_END.split(block), " "
+    counts = count_tokens(pieces)
+    units: list[_Unit] = []
+    for piece, tokens in zip(pieces, counts, strict=True):
+        if tokens <= budget:
+            units.append(_Unit(piece, tokens, joiner))
+        else:
+            words = piece.split()
+            units.extend(_windows(words, count_tokens(words), budget, overlap))
+    return units
+
+
+def _truncate_heading(heading: str, tokens: int, limit: int, count_tokens: TokenCounter) -> tuple[str, int]:
+    if tokens <= limit:
+        return heading, tokens
+    words = heading.split()
+    counts = count_tokens(words)
+    kept, total = [], 0
+    for word, count in zip(words, counts, strict=True):
+        if total + count > limit:
+            break
+        kept.append(word)
+        total += count
+    return " ".join(kept), total
+
+
+def chunk_sections(
+    sections: Sequence[Section],
+    count_tokens: TokenCounter,
+    max_tokens: int = 254,
+    overlap_tokens: int = 32,
+    heading_tokens: int = 64,
+) -> list[Chunk]:
+    """Chunks of at most `max_tokens` word pieces, heading prefix included."""
+    chunks: list[Chunk] = []
+    for section in sections:
+        blocks = split_blocks(section.text)
+        if not blocks:
+            continue
+        heading_count = count_tokens([section.heading])[0] if section.heading else 0
+        heading, heading_count = _truncate_heading(section.heading, heading_count, heading_tokens, count_tokens)
+        budget = max_tokens - heading_count
+        units: list[_Unit] = []
+        for block, tokens in zip(blocks, count_tokens(blocks), strict=True):
+            if tokens <= budget:
+                units.append(_Unit(block, tokens, "\n\n"))
+            else:
+                first, *rest = _split_oversized(block, budget, overlap_tokens, count_tokens)
+                units.append(dataclasses.replace(first, joiner="\n\n"))
+                units.extend(rest)
+        for text, tokens in _pack(units, budget, overlap_tokens):
+            chunks.append(Chunk(ordinal=len(chunks), heading=heading, text=text, token_count=tokens + heading_count))
+    return chunks
+
+
+def _pack(units: list[_Unit], budget: int, overlap: int) -> list[tuple[str, int]]:
+    packed: list[tuple[str, int]] = []
+    current: list[_Unit] = []
+    total = 0
+    for unit in units:
+        if current and total + unit.tokens > budget:
+            packed.append((_join(current), total))
+            last = current[-1]
+            # Carry the previous unit over when it is short: a little shared context.
+            if last.tokens <= overlap and last.tokens + unit.tokens <= budget and len(current) > 1:
+                current, total = [last], last.tokens
+            else:
+                current, total = [], 0
+        current.append(unit)
+        total += unit.tokens
+    if current:
+        packed.append((_join(current), total))
+    return packed
+
+
+def _join(units: list[_Unit]) -> str:
+    text = units[0].text
+    for unit in units[1:]:
+        text += unit.joiner + unit.text
+    return text

@@ -1,0 +1,223 @@
+"""The write path's only contact with the database.
+
+A document is replaced in one transaction: its old chunks (and their postings)
+out, the new ones in through binary COPY, the BM25 statistics moved by the
+difference, the document row updated. A crash anywhere rolls all of it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pgrecall import bm25, queries
+from pgrecall.terms import identifier_terms
+from pgrecall.worker.document import Chunk, ParsedDocument
+
+Q = queries.load("index.sql")
+
+
+@dataclasses.dataclass(frozen=True)
+class FileInfo:
+    size_bytes: int
+    mtime: datetime.datetime
+    content_hash: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentState:
+    id: int
+    kind: str
+    content_hash: str | None
+    size_bytes: int | None
+    mtime: datetime.datetime | None
+    error: str | None
+
+
+async def document_state(conn: psycopg.AsyncConnection, root: str, path: str) -> DocumentState | None:
+    cursor = await conn.execute(Q["document_state"], {"root": root, "path": path})
+    row = await cursor.fetchone()
+    return DocumentState(*row) if row else None
+
+
+async def child_hashes(conn: psycopg.AsyncConnection, parent_id: int) -> dict[str, tuple[str | None, str | None]]:
+    """path -> (content hash, error) of an export's conversations."""
+    cursor = await conn.execute(Q["child_documents"], {"parent_id": parent_id})
+    return {path: (content_hash, error) for path, _id, content_hash, error in await cursor.fetchall()}
+
+
+async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
+    await conn.execute(Q["touch_document"], {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime})
+
+
+async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> tuple[Counter, int, int]:
+    cursor = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
+    terms = Counter(dict(await cursor.fetchall()))
+    cursor = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
+    chunk_count, term_total = await cursor.fetchone()
+    return terms, chunk_count, term_total
+
+
+async def _move_statistics(
+    conn: psycopg.AsyncConnection, before: tuple[Counter, int, int], after: tuple[Counter, int, int]
+) -> None:
+    old_terms, old_chunks, old_total = before
+    new_terms, new_chunks, new_total = after
+    deltas = {term: new_terms.get(term, 0) - old_terms.get(term, 0) for term in old_terms.keys() | new_terms.keys()}
+    changed = sorted(term for term, delta in deltas.items() if delta)
+    if changed:
+        params = {"terms": changed, "deltas": [deltas[t] for t in changed]}
+        await conn.execute(Q["apply_term_deltas"], params)
+        await conn.execute(Q["prune_terms"], {"terms": changed})
+    if new_chunks != old_chunks or new_total != old_total:
+        await conn.execute(Q["update_corpus_stats"], {"chunks": new_chunks - old_chunks, "terms": new_total - old_total})
+
+
+async def write_document(
+    conn: psycopg.AsyncConnection,
+    *,
+    root: str,
+    document: ParsedDocument,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    info: FileInfo | None,
+    parent_id: int | None = None,
+) -> int:
+    """Replace the document's chunks; returns its id. One transaction."""
+    async with conn.transaction():
+        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id)
+        before = await _statistics_of(conn, [document_id])
+        await conn.execute(Q["delete_chunks"], {"document_id": document_id})
+        if chunks:
+            await conn.execute(Q["create_staging"])
+            async with conn.cursor().copy(Q["copy_staging"]) as copy:
+                copy.set_types(["int4", "text", "text", "int4", "vector", "text[]"])
+                for chunk, vector in zip(chunks, vectors, strict=True):
+                    await copy.write_row(
+                        (
+                            chunk.ordinal,
+                            chunk.heading,
+                            chunk.text,
+                            chunk.token_count,
+                            vector,
+                            identifier_terms(chunk.embedding_text),
+                        )
+                    )
+            await conn.execute(
+                Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG}
+            )
+            await conn.execute(
+                Q["insert_postings"],
+                {
+                    "document_id": document_id,
+                    "k1": bm25.K1,
+                    "b": bm25.B,
+                    "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
+                },
+            )
+        after = await _statistics_of(conn, [document_id])
+        await _move_statistics(conn, before, after)
+    return document_id
+
+
+async def _upsert(
+    conn: psycopg.AsyncConnection,
+    root: str,
+    document: ParsedDocument,
+    chunk_count: int,
+    info: FileInfo | None,
+    parent_id: int | None,
+) -> int:
+    params: dict[str, Any] = {
+        "root": root,
+        "path": document.path,
+        "parent_id": parent_id,
+        "kind": document.kind,
+        "content_hash": document.content_hash,
+        "size_bytes": info.size_bytes if info else None,
+        "mtime": info.mtime if info else None,
+        "title": document.title,
+        "metadata": Jsonb(document.metadata),
+        "chunk_count": chunk_count,
+    }
+    cursor = await conn.execute(Q["upsert_document"], params)
+    return (await cursor.fetchone())[0]
+
+
+async def record_container(
+    conn: psycopg.AsyncConnection, *, root: str, path: str, kind: str, title: str, info: FileInfo
+) -> int:
+    """The row of a file that holds other documents (a Claude export)."""
+    container = ParsedDocument(path=path, kind=kind, title=title, content_hash=info.content_hash or "", sections=[])
+    async with conn.transaction():
+        return await _upsert(conn, root, container, 0, info, None)
+
+
+async def record_failure(
+    conn: psycopg.AsyncConnection,
+    *,
+    root: str,
+    path: str,
+    kind: str,
+    stage: str,
+    error: str,
+    info: FileInfo | None,
+) -> None:
+    params = {
+        "root": root,
+        "path": path,
+        "kind": kind,
+        "content_hash": info.content_hash if info else None,
+        "size_bytes": info.size_bytes if info else None,
+        "mtime": info.mtime if info else None,
+        "title": path.rsplit("/", 1)[-1],
+        "error": error,
+        "error_stage": stage,
+    }
+    async with conn.transaction():
+        await conn.execute(Q["record_failure"], params)
+
+
+async def remove(conn: psycopg.AsyncConnection, *, root: str, path: str) -> int:
+    """Remove the document at `path`: a file, a folder's files or an export's conversations; returns how many."""
+    async with conn.transaction():
+        cursor = await conn.execute(Q["documents_to_remove"], {"root": root, "path": path})
+        ids = [row[0] for row in await cursor.fetchall()]
+        if not ids:
+            return 0
+        before = await _statistics_of(conn, ids)
+        await conn.execute(Q["delete_documents"], {"document_ids": ids})
+        await _move_statistics(conn, before, (Counter(), 0, 0))
+    return len(ids)
+
+
+async def remove_documents(conn: psycopg.AsyncConnection, root: str, paths: Sequence[str]) -> None:
+    for path in paths:
+        await remove(conn, root=root, path=path)
+
+
+async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
+    cursor = await conn.execute(Q["indexed_paths"], {"root": root})
+    return [row[0] for row in await cursor.fetchall()]
+
+
+def queue_status(conn: psycopg.Connection) -> dict[str, Any]:
+    """Jobs of pgrecall's queue by status, and when the oldest waiting one was due (sync: for the CLI)."""
+    from pgrecall.worker.tasks import QUEUE
+
+    rows = conn.execute(Q["queue_status"], {"queue": QUEUE}).fetchall()
+    counts = {status: count for status, count, _ in rows}
+    oldest = next((due for status, _, due in rows if status == "todo"), None)
+    return {
+        "todo": counts.get("todo", 0),
+        "doing": counts.get("doing", 0),
+        "failed": counts.get("failed", 0),
+        "oldest_waiting_since": oldest,
+    }

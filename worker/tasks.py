@@ -1,0 +1,82 @@
+"""The job queue: Procrastinate tasks for indexing and removing a path.
+
+Every job carries a queueing lock and a lock on its path: a burst of saves
+leaves at most one waiting job per file, and two jobs of one file never run at
+the same time, even on different machines.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import procrastinate
+
+from pgrecall.worker.pipeline import Indexer, Outcome
+
+QUEUE = "pgrecall"
+INDEX_TASK = "pgrecall.index_file"
+REMOVE_TASK = "pgrecall.remove_path"
+
+# Transient failures only (a lost connection, a server restarting); a broken
+# file is recorded by the pipeline and never raises.
+RETRY = procrastinate.RetryStrategy(
+    max_attempts=8,
+    exponential_wait=2,
+    retry_exceptions={psycopg.OperationalError, psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected, OSError},
+)
+
+
+def _indexer(context: procrastinate.JobContext) -> Indexer:
+    return context.additional_context["indexer"]
+
+
+async def index_file(context: procrastinate.JobContext, root: str, path: str) -> dict:
+    outcome = await _indexer(context).index_file(root, path)
+    return _result(outcome)
+
+
+async def remove_path(context: procrastinate.JobContext, root: str, path: str) -> dict:
+    outcome = await _indexer(context).remove_path(root, path)
+    return _result(outcome)
+
+
+def _result(outcome: Outcome) -> dict:
+    return {"status": outcome.status, "chunks": outcome.chunks, "error": outcome.error}
+
+
+def path_key(root: str, path: str) -> str:
+    return f"{root.rstrip('/')}/{path}"
+
+
+def build_app(conninfo: str, max_connections: int = 4) -> procrastinate.App:
+    connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=max_connections)
+    app = procrastinate.App(connector=connector)
+    app.task(name=INDEX_TASK, queue=QUEUE, pass_context=True, retry=RETRY)(index_file)
+    app.task(name=REMOVE_TASK, queue=QUEUE, pass_context=True, retry=RETRY)(remove_path)
+    return app
+
+
+async def enqueue(app: procrastinate.App, task_name: str, root: str, paths: list[str], batch_size: int = 500) -> int:
+    """Defer one job per path; a path that already has a waiting job is left alone. Returns jobs added."""
+    added = 0
+    for start in range(0, len(paths), batch_size):
+        batch = paths[start : start + batch_size]
+        deferrers = [_deferrer(app, task_name, root, path) for path in batch]
+        try:
+            # One round trip for the whole batch in the common case...
+            jobs = [d.make_new_job(root=root, path=path) for d, path in zip(deferrers, batch, strict=True)]
+            await app.job_manager.batch_defer_jobs_async(jobs)
+            added += len(batch)
+        except procrastinate.exceptions.AlreadyEnqueued:
+            # ...and one by one when some path is already waiting.
+            for deferrer, path in zip(deferrers, batch, strict=True):
+                try:
+                    await deferrer.defer_async(root=root, path=path)
+                    added += 1
+                except procrastinate.exceptions.AlreadyEnqueued:
+                    pass
+    return added
+
+
+def _deferrer(app: procrastinate.App, task_name: str, root: str, path: str):
+    key = path_key(root, path)
+    return app.configure_task(task_name, queueing_lock=key, lock=key, queue=QUEUE)
