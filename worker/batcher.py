@@ -24,7 +24,7 @@ class _Request:
 
 
 class EmbeddingBatcher:
-    def __init__(self, embed_batch: EmbedFunction, max_texts: int = 256, linger_seconds: float = 0.01):
+    def __init__(self, embed_batch: EmbedFunction, max_texts: int = 256, linger_seconds: float = 0.05):
         self._embed_batch = embed_batch
         self._max_texts = max_texts
         self._linger_seconds = linger_seconds
@@ -34,6 +34,7 @@ class EmbeddingBatcher:
         self._task: asyncio.Task | None = None
         self.calls = 0
         self.texts_embedded = 0
+        self.busy_seconds = 0.0
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -59,6 +60,7 @@ class EmbeddingBatcher:
                 batch.append(request)
                 count += len(request.texts)
             texts = [text for request in batch for text in request.texts]
+            started = loop.time()
             try:
                 vectors = await loop.run_in_executor(self._executor, self._embed_batch, texts)
             except Exception as exc:  # handed to every waiting job, which decides what it means
@@ -68,6 +70,7 @@ class EmbeddingBatcher:
                 continue
             self.calls += 1
             self.texts_embedded += len(texts)
+            self.busy_seconds += loop.time() - started
             offset = 0
             for request in batch:
                 if not request.future.done():

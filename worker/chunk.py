@@ -39,7 +39,7 @@ def split_blocks(text: str) -> list[str]:
         match = _FENCE.match(line)
         if fence is None and match:
             if current and any(part.strip() for part in current):
-                blocks.append("\n".join(current).strip("\n"))
+                blocks.append("\n".join(current).strip())
             current, fence = [line], match.group(1)
             continue
         if fence is not None:
@@ -50,12 +50,12 @@ def split_blocks(text: str) -> list[str]:
             continue
         if not line.strip():
             if any(part.strip() for part in current):
-                blocks.append("\n".join(current).strip("\n"))
+                blocks.append("\n".join(current).strip())
             current = []
         else:
             current.append(line)
     if any(part.strip() for part in current):
-        blocks.append("\n".join(current).strip("\n"))
+        blocks.append("\n".join(current).strip())
     return blocks
 
 

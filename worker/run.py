@@ -30,6 +30,7 @@ class IndexSummary:
     chunks: int = 0
     seconds: float = 0.0
     embed_calls: int = 0
+    embed_seconds: float = 0.0
     failures: list[Outcome] = dataclasses.field(default_factory=list)
 
     @property
@@ -110,6 +111,7 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
                 )
             summary.seconds = time.perf_counter() - started
             summary.embed_calls = batcher.calls
+            summary.embed_seconds = batcher.busy_seconds
         finally:
             await batcher.close()
             await pool.close()

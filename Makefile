@@ -1,0 +1,40 @@
+# pgrecall: `make run` indexes a notes folder on the embedded database, `make test` runs the tests.
+VENV ?= .venv
+PYTHON ?= python3
+NOTES ?= examples/notes
+# The CPU build of torch, installed before the project: a plain `torch`
+# requirement would pull a multi-GB CUDA build. Elsewhere, add pip options
+# (for example PyTorch's CPU wheel index) through TORCH_PIP_ARGS.
+TORCH ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+PY := $(VENV)/bin/python
+
+.PHONY: install run test test-fast bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH)"
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/pgrecall index "$(NOTES)"
+	@echo
+	@echo "Indexed $(NOTES). Search it with:"
+	@echo "  $(VENV)/bin/pgrecall search \"how are results ranked\""
+	@echo "  $(VENV)/bin/pgrecall search E-4711 --json"
+
+test: install
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not slow"
+
+bench: install
+	$(PY) bench/index_bench.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,78 @@
+import pytest
+
+from pgrecall.worker.adapters import markdown
+from pgrecall.worker.chunk import chunk_sections, split_blocks
+from pgrecall.worker.document import Section
+
+MAX = 254  # the model's 256 word pieces less [CLS] and [SEP]
+
+
+@pytest.fixture(scope="module")
+def count(embedder):
+    return embedder.count_tokens
+
+
+def _assert_within_limit(chunks, count):
+    for chunk in chunks:
+        real = count([chunk.embedding_text])[0]
+        assert real <= MAX, (real, chunk.embedding_text[:80])
+        assert chunk.token_count == real
+
+
+def test_short_section_is_one_chunk_with_heading(count):
+    chunks = chunk_sections([Section("# A > ## B", "Hello world.")], count)
+    assert len(chunks) == 1
+    assert chunks[0].heading == "# A > ## B"
+    assert chunks[0].embedding_text == "# A > ## B\n\nHello world."
+
+
+def test_long_text_is_split_within_the_limit_at_sentence_boundaries(count):
+    sentence = "Metalloproteinases degrade the extracellular matrix during tissue remodelling. "
+    text = sentence * 120
+    chunks = chunk_sections([Section("# Long", text)], count)
+    assert len(chunks) > 3
+    _assert_within_limit(chunks, count)
+    for chunk in chunks:
+        assert chunk.text.endswith(".")
+
+
+def test_single_huge_sentence_and_word_still_fit(count):
+    text = " ".join(["antidisestablishmentarianism"] * 400) + " " + "x" * 5000
+    chunks = chunk_sections([Section("", text)], count)
+    _assert_within_limit(chunks, count)
+    joined = " ".join(c.text for c in chunks)
+    assert "antidisestablishmentarianism" in joined and "xxxx" in joined
+
+
+def test_code_fence_is_kept_whole_when_it_fits(count):
+    code = "```python\ndef f():\n\n    return 1\n```"
+    text = ("Intro paragraph. " * 60) + "\n\n" + code + "\n\nAfter."
+    chunks = chunk_sections([Section("# Code", text)], count)
+    assert sum(code in c.text for c in chunks) == 1
+
+
+def test_oversized_code_fence_is_split_by_lines(count):
+    code = "```\n" + "\n".join(f"value_{i} = compute_something({i})" for i in range(300)) + "\n```"
+    chunks = chunk_sections([Section("", code)], count)
+    assert len(chunks) > 1
+    _assert_within_limit(chunks, count)
+
+
+def test_split_blocks_respects_fences():
+    blocks = split_blocks("one\n\n```\na\n\nb\n```\n\ntwo")
+    assert blocks == ["one", "```\na\n\nb\n```", "two"]
+
+
+def test_consecutive_chunks_share_a_short_overlap(count):
+    paragraphs = [f"Paragraph {i} talks about topic {i} in a few words." for i in range(60)]
+    chunks = chunk_sections([Section("", "\n\n".join(paragraphs))], count, max_tokens=80, overlap_tokens=20)
+    assert len(chunks) > 2
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.text.split("\n\n")[0] == before.text.split("\n\n")[-1]
+
+
+def test_markdown_sections_become_heading_paths(count):
+    doc = markdown.parse("n.md", "# Top\n\nintro\n\n## Sub\n\nbody\n\n```\n# not a heading\n```\n", "h")
+    chunks = chunk_sections(doc.sections, count)
+    assert [c.heading for c in chunks] == ["# Top", "# Top > ## Sub"]
+    assert "# not a heading" in chunks[1].text

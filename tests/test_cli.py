@@ -1,0 +1,92 @@
+"""The CLI as a user runs it: a subprocess, exit codes, one-line errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.notes import ERROR_CODE_NOTES, write_notes
+
+
+def pgrecall(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.fixture
+def cli_env(db_url, tmp_path):
+    env = dict(os.environ)
+    env.update({"PGRECALL_DATABASE_URL": db_url, "PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_LOG_FORMAT": "json"})
+    return env
+
+
+def test_index_then_search_json(cli_env, tmp_path):
+    root = write_notes(tmp_path / "notes", {**ERROR_CODE_NOTES, "junk.bin": b"\x00\x01"})
+    indexed = pgrecall("index", str(root), "--json", env=cli_env)
+    assert indexed.returncode == 0, indexed.stderr
+    summary = json.loads(indexed.stdout)
+    assert (summary["indexed"], summary["skipped"], summary["chunks"]) == (4, 1, 4)
+
+    found = pgrecall("search", "E-4711", "-k", "2", "--json", env=cli_env)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["path"] == "incidents/e4711.md"
+    assert set(hits[0]) >= {"path", "heading", "text", "score", "ranks"}
+    assert set(hits[0]["ranks"]) == {"vector", "keyword"}
+    assert hits[0]["ranks"]["keyword"] == 1
+
+    status = pgrecall("status", "--json", env=cli_env)
+    state = json.loads(status.stdout)
+    assert (state["documents"], state["chunks"], state["skipped"], state["queue"]["todo"]) == (4, 4, 1, 0)
+
+    failures = pgrecall("failures", env=cli_env)
+    assert "junk.bin: [detect] unsupported file type '.bin'" in failures.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "   "], "pgrecall: error: the query is empty"),
+        (["search", "x", "-k", "0"], "pgrecall: error: k must be an integer"),
+        (["index", "/no/such/folder"], "pgrecall: error: no such file or folder: /no/such/folder"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(cli_env, args, message):
+    result = pgrecall(*args, env=cli_env)
+    assert result.returncode == 1
+    assert result.stderr.strip() == message or result.stderr.strip().startswith(message)
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unreachable_database_is_one_line(tmp_path):
+    env = dict(os.environ, PGRECALL_DATABASE_URL="postgresql://nobody@/nodb?host=/nonexistent", PGRECALL_HOME=str(tmp_path))
+    result = pgrecall("status", env=env)
+    assert result.returncode == 1
+    assert result.stderr.startswith("pgrecall: error: cannot connect to the database")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help_lists_every_setting_with_examples():
+    from pgrecall.settings import ENVIRONMENT_VARIABLES
+
+    result = pgrecall("--help")
+    assert result.returncode == 0
+    for name in ENVIRONMENT_VARIABLES:
+        assert name in result.stdout
+    assert "pgrecall search" in result.stdout
+
+
+def test_embedded_database_starts_on_demand_and_stops(tmp_path):
+    env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"))
+    env.pop("PGRECALL_DATABASE_URL", None)
+    url = pgrecall("db", "url", env=env)
+    assert url.returncode == 0, url.stderr
+    assert str(tmp_path / "home") in url.stdout and "pgrecall" in url.stdout
+    migrated = pgrecall("migrate", env=env)
+    assert migrated.stdout.startswith("applied: 0001_index.sql")
+    assert pgrecall("migrate", env=env).stdout.strip() == "up to date"
+    assert pgrecall("db", "stop", env=env).stdout.strip() == "stopped"
+    assert pgrecall("db", "stop", env=env).stdout.strip() == "not running"

@@ -1,0 +1,120 @@
+"""The read side against a real index."""
+
+import datetime
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from pgrecall.errors import InvalidInput
+from tests.notes import ERROR_CODE_NOTES, write_notes
+
+
+@pytest.fixture
+def indexed(index, tmp_path):
+    root = write_notes(tmp_path / "notes", ERROR_CODE_NOTES)
+    index(root)
+    return root
+
+
+def test_exact_error_code_ranks_its_chunk_first_in_hybrid(indexed, searcher):
+    hybrid = searcher.search("E-4711", k=3)
+    assert hybrid[0].path == "incidents/e4711.md"
+    assert hybrid[0].ranks["keyword"] == 1
+    keyword = searcher.search("E-4711", k=3, mode="keyword")
+    assert keyword[0].path == "incidents/e4711.md" and keyword[0].score > keyword[1].score
+    # The two incident notes differ in one digit: to the dense arm they are
+    # near-duplicates, which is why the keyword arm must carry this query.
+    vector = searcher.search("E-4711", k=2, mode="vector", enrich_query=False)
+    assert {h.path for h in vector} == {"incidents/e4711.md", "incidents/e4712.md"}
+
+
+def test_hit_carries_path_heading_text_snippet_score_and_ranks(indexed, searcher):
+    hit = searcher.search("tomatoes ripen", k=1, enrich_query=False)[0]
+    assert hit.path == "notes/garden.md"
+    assert hit.heading == "# Garden"
+    assert "Tomatoes" in hit.text and "Tomatoes" in hit.snippet
+    assert hit.score == pytest.approx(1 / 61 + 1 / 61)
+    assert hit.ranks == {"vector": 1, "keyword": 1}
+
+
+def test_keyword_arm_answers_natural_language_questions(indexed, searcher):
+    hits = searcher.search("how should I change autovacuum on my biggest tables?", k=2, mode="keyword")
+    assert hits and hits[0].path == "notes/postgres.txt"
+
+
+def test_keyword_only_hit_has_no_vector_rank(indexed, searcher):
+    hits = searcher.search("E-4712", k=10, mode="keyword")
+    assert all(h.ranks["vector"] is None for h in hits)
+
+
+@pytest.mark.slow
+def test_selective_filter_still_returns_k_hits(index, searcher, tmp_path):
+    """Filters apply inside the arms, before ranking: 1% of the chunks, k hits."""
+    notes = {f"general/n{i:03}.md": f"# Note {i}\n\nMeeting notes about the budget review number {i}." for i in range(297)}
+    notes.update({f"special/s{i}.md": f"# Special {i}\n\nSourdough bread recipe shared at budget review {i}." for i in range(3)})
+    index(write_notes(tmp_path / "many", notes))
+    for mode in ("hybrid", "vector", "keyword"):
+        # A keyword depth of 10 postings per term: the filter must act before that cut.
+        hits = searcher.search("budget review meeting", k=3, mode=mode, filters={"path_prefix": "special/"}, keyword_depth=10)
+        assert sorted(h.path for h in hits) == ["special/s0.md", "special/s1.md", "special/s2.md"], mode
+
+
+def test_filters_on_kind_metadata_root_and_time(index, searcher, tmp_path):
+    root = write_notes(
+        tmp_path / "notes",
+        {
+            "a.md": "---\nproject: apollo\n---\n# A\n\nLaunch checklist for the rocket.",
+            "b.md": "---\nproject: zephyr\n---\n# B\n\nLaunch checklist for the balloon.",
+            "c.txt": "Launch checklist for the boat.",
+        },
+    )
+    index(root)
+    assert [h.path for h in searcher.search("launch checklist", filters={"metadata": {"project": "zephyr"}})] == ["b.md"]
+    assert [h.path for h in searcher.search("launch checklist", filters={"kind": "text"})] == ["c.txt"]
+    assert len(searcher.search("launch checklist", filters={"source_root": str(root)})) == 3
+    assert searcher.search("launch checklist", filters={"source_root": "/elsewhere"}) == []
+    future = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)).isoformat()
+    assert searcher.search("launch checklist", filters={"modified_since": future}) == []
+    assert len(searcher.search("launch checklist", filters={"modified_since": "2000-01-01"})) == 3
+    absolute = searcher.search("launch checklist", filters={"path_prefix": str(root / "a")})
+    assert [h.path for h in absolute] == ["a.md"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "  "}, "empty"),
+        ({"query": "x" * 3000}, "longer than"),
+        ({"query": "ok", "mode": "fuzzy"}, "unknown mode"),
+        ({"query": "ok", "k": 0}, "k must be"),
+        ({"query": "ok", "filters": {"owner": "me"}}, "unknown filter field 'owner'"),
+        ({"query": "ok", "filters": {"modified_since": "yesterday"}}, "ISO date"),
+    ],
+)
+def test_bad_input_is_refused_with_a_reason(indexed, searcher, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        searcher.search(**kwargs)
+
+
+def test_search_connections_are_read_only(indexed, searcher):
+    with searcher.pool.connection() as conn:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("DELETE FROM pgrecall.chunks")
+
+
+def test_filter_values_never_become_sql(indexed, searcher):
+    hostile = "'; DROP TABLE pgrecall.chunks; --"
+    assert searcher.search("export", filters={"path_prefix": hostile, "kind": hostile}) == []
+    assert searcher.search("export", k=1)  # the table is still there
+
+
+def test_search_side_does_not_import_the_write_path():
+    code = (
+        "import sys, pgrecall.api, pgrecall.api.search;"
+        "bad = sorted(m for m in sys.modules if m.startswith(('pgrecall.worker', 'procrastinate', 'watchdog')));"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
