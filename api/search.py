@@ -22,9 +22,10 @@ from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings, load_settings
+from pgrecall.terms import identifier_terms
 
 MODES = ("hybrid", "vector", "keyword")
-FILTER_FIELDS = ("source_root", "path_prefix", "kind", "metadata", "modified_since")
+FILTER_FIELDS = ("source_root", "root", "path_prefix", "kind", "metadata", "modified_since")
 MAX_QUERY_CHARS = 2000
 MAX_K = 1000
 VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
@@ -104,6 +105,27 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     return ("…" if start else "") + excerpt + "…"
 
 
+@dataclasses.dataclass(frozen=True)
+class Document:
+    id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    metadata: dict[str, Any]
+    mtime: datetime.datetime | None
+    indexed_at: datetime.datetime | None
+    error: str | None
+    chunks: list[dict[str, Any]]  # ordinal, heading, text
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(chunk["text"] for chunk in self.chunks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 class Searcher:
     """A pool of read-only connections and the query embedder; safe to share between threads."""
 
@@ -114,6 +136,34 @@ class Searcher:
 
     def close(self) -> None:
         self.pool.close()
+
+    def get_document(self, id_or_path: int | str) -> Document | None:
+        """A document with its chunks, by id or by path (absolute, or relative to its root)."""
+        if isinstance(id_or_path, str) and id_or_path.isdigit():
+            id_or_path = int(id_or_path)
+        if isinstance(id_or_path, str) and not id_or_path.strip():
+            raise InvalidInput("the document path is empty")
+        with self.pool.connection() as conn, conn.transaction():
+            found = store.document(conn, id_or_path)
+        if found is None:
+            return None
+        row, chunks = found
+        return Document(
+            id=row.id,
+            source_root=row.source_root,
+            path=row.path,
+            kind=row.kind,
+            title=row.title,
+            metadata=row.metadata,
+            mtime=row.mtime,
+            indexed_at=row.indexed_at,
+            error=row.error,
+            chunks=[{"ordinal": o, "heading": h, "text": t} for o, h, t in chunks],
+        )
+
+    def health(self) -> dict[str, Any]:
+        with self.pool.connection() as conn, conn.transaction():
+            return store.health(conn)
 
     def search(
         self,
@@ -157,6 +207,13 @@ class Searcher:
                 if mode in ("hybrid", "keyword"):
                     ids = session.keyword_arm(variant, limit, keyword_depth)
                     lists.append(RankedList("keyword", ids, weights["keyword"] * variant_weight))
+            identifiers = identifier_terms(query)
+            if identifiers and mode in ("hybrid", "keyword"):
+                # Chunks holding the query's exact identifiers (E-4711, snake_case, v1.2.3)
+                # form one more keyword list: a dense model sees E-4711 and E-4712 as
+                # near-twins, and fusion must not let it outvote an exact match.
+                ids = session.keyword_arm(query, limit, keyword_depth, identifiers=identifiers)
+                lists.append(RankedList("keyword", ids, weights["keyword"]))
             fused = reciprocal_rank_fusion(lists, k=rrf_k or self.settings.rrf_k, arms=("vector", "keyword"))[:k]
             rows = session.fetch([f.id for f in fused])
         return [
@@ -179,6 +236,11 @@ class Searcher:
         ]
 
 
+def search_url(settings: Settings) -> str:
+    """Where searches read: PGRECALL_SEARCH_DATABASE_URL (a replica), else the index's database."""
+    return settings.search_database_url or database.database_url(settings)
+
+
 _default: Searcher | None = None
 _default_lock = threading.Lock()
 
@@ -188,10 +250,17 @@ def default_searcher() -> Searcher:
     with _default_lock:
         if _default is None:
             settings = load_settings()
-            _default = Searcher(database.database_url(settings), settings)
+            _default = Searcher(search_url(settings), settings)
         return _default
 
 
-def search(query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid", enrich: bool = True) -> list[Hit]:
+def search(
+    query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid", enrich: bool = True
+) -> list[Hit]:
     """Hybrid search of the index configured by PGRECALL_* variables; see Searcher.search."""
     return default_searcher().search(query, k=k, filters=filters, mode=mode, enrich_query=enrich)
+
+
+def get_document(id_or_path: int | str) -> Document | None:
+    """A document and its chunks, by id or path; None when there is none."""
+    return default_searcher().get_document(id_or_path)

@@ -16,7 +16,7 @@ from pgrecall import bm25, database, queries
 from pgrecall.terms import identifier_terms
 
 _RAW = queries.load("search.sql")
-_FILTER_PARAMS = ("source_root", "path_prefix", "kind", "metadata", "modified_since")
+_FILTER_PARAMS = ("source_root", "root", "path_prefix", "kind", "metadata", "modified_since")
 
 
 def _expand(template: str, filtered: bool, chunk_id: str) -> str:
@@ -48,8 +48,12 @@ class ChunkRow:
 
 
 def _configure_read_only(conn: psycopg.Connection) -> None:
+    """Every transaction read-only and, where the migration could create it, as the reader role."""
     conn.read_only = True
     database.configure_connection(conn)
+    row = conn.execute(_RAW["reader_role_available"]).fetchone()
+    if row and row[0]:
+        conn.execute("SET ROLE pgrecall_reader")
     conn.commit()
 
 
@@ -81,11 +85,12 @@ class ReadSession:
         rows = self.conn.execute(Q[(name, self.filtered)], {**self.params, "embedding": embedding, "limit": limit})
         return [row[0] for row in rows.fetchall()]
 
-    def keyword_arm(self, query: str, limit: int, depth: int) -> list[int]:
+    def keyword_arm(self, query: str, limit: int, depth: int, identifiers: list[str] | None = None) -> list[int]:
+        """BM25 over the query's lexemes; with `identifiers`, over those whole identifiers only."""
         params = {
             **self.params,
-            "query": query,
-            "identifiers": identifier_terms(query),
+            "query": "" if identifiers is not None else query,
+            "identifiers": identifiers if identifiers is not None else identifier_terms(query),
             "config": bm25.TEXT_SEARCH_CONFIG,
             "k1": bm25.K1,
             "b": bm25.B,
@@ -109,3 +114,35 @@ def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]
     cursor = conn.execute(_RAW["failures"], {"limit": limit})
     names = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentRow:
+    id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    metadata: dict[str, Any]
+    mtime: datetime.datetime | None
+    indexed_at: datetime.datetime | None
+    chunk_count: int
+    error: str | None
+
+
+def document(conn: psycopg.Connection, id_or_path: int | str) -> tuple[DocumentRow, list[tuple[int, str, str]]] | None:
+    """A document and its chunks (ordinal, heading, text), by id or by path."""
+    if isinstance(id_or_path, int):
+        row = conn.execute(_RAW["document_by_id"], {"id": id_or_path}).fetchone()
+    else:
+        row = conn.execute(_RAW["document_by_path"], {"path": id_or_path}).fetchone()
+    if row is None:
+        return None
+    found = DocumentRow(*row)
+    chunks = conn.execute(_RAW["document_chunks"], {"id": found.id}).fetchall()
+    return found, chunks
+
+
+def health(conn: psycopg.Connection) -> dict[str, Any]:
+    last_indexed_at, queue_depth, documents = conn.execute(_RAW["health"]).fetchone()
+    return {"last_indexed_at": last_indexed_at, "queue_depth": queue_depth, "documents": documents}

@@ -129,10 +129,14 @@ def main() -> int:
     else:
         print(f"notes: {note_count}, chunks: {summary.chunks} ({summary.embed_calls} embedding calls)")
         print(f"raw model, batched:  {model_rate:8.1f} chunks/s  ({model_seconds:.1f} s)")
-        print(f"pipeline (queue→db): {pipeline_rate:8.1f} chunks/s  ({summary.seconds:.1f} s, {summary.embed_seconds:.1f} s of it embedding)")
+        print(
+            f"pipeline (queue→db): {pipeline_rate:8.1f} chunks/s  ({summary.seconds:.1f} s, {summary.embed_seconds:.1f} s of it embedding)"
+        )
         print(f"pipeline / model:    {pipeline_rate / model_rate:8.3f}")
         for label, values in result["search_ms"].items():
-            print(f"search {label:<17} p50 {values['p50']:7.1f} ms   p95 {values['p95']:7.1f} ms   ({len(queries)} queries, k=10)")
+            print(
+                f"search {label:<17} p50 {values['p50']:7.1f} ms   p95 {values['p95']:7.1f} ms   ({len(queries)} queries, k=10)"
+            )
     return 0
 
 

@@ -41,27 +41,73 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    index = commands.add_parser("index", help="index files and folders through the job queue",
-                                description="Scan folders, enqueue new, changed and deleted files, and work the queue until it is empty.",
-                                epilog="example: pgrecall index ~/notes ~/Downloads/claude-export/conversations.json",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    index = commands.add_parser(
+        "index",
+        help="index files and folders through the job queue",
+        description="Scan folders, enqueue new, changed and deleted files, and work the queue until it is empty.",
+        epilog="example: pgrecall index ~/notes ~/Downloads/claude-export/conversations.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     index.add_argument("paths", nargs="+", metavar="PATH")
     index.add_argument("--quiet", action="store_true", help="no progress bar")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 
-    search = commands.add_parser("search", help="hybrid search of the index",
-                                 epilog='example: pgrecall search "postgres vacuum settings" -k 5 --json',
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    search = commands.add_parser(
+        "search",
+        help="hybrid search of the index",
+        epilog='example: pgrecall search "postgres vacuum settings" -k 5 --json',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10, help="number of hits (default: 10)")
     search.add_argument("--mode", choices=("hybrid", "vector", "keyword"), default="hybrid")
     search.add_argument("--no-enrich", action="store_true", help="search only the query as typed")
     search.add_argument("--path-prefix", help="only paths starting with this (relative, or absolute)")
     search.add_argument("--kind", help="only documents of this kind (markdown, text, claude_conversation)")
-    search.add_argument("--root", help="only documents under this source root (absolute path)")
+    search.add_argument("--root", help="only documents of this root: its name (from serve/watch) or its absolute path")
     search.add_argument("--since", help="only documents modified since this ISO date")
-    search.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable")
+    search.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
+    )
     search.add_argument("--json", action="store_true", help="print one JSON array of hits")
+
+    serve = commands.add_parser(
+        "serve",
+        help="watch folders and index every change, as a service (database, migrations, watcher, workers)",
+        epilog="example: pgrecall serve ~/notes   (without PATH: the [[roots]] of the config file)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("paths", nargs="*", metavar="PATH")
+    watch = commands.add_parser(
+        "watch",
+        help="only watch folders and enqueue changes (workers run elsewhere)",
+        epilog="example: pgrecall watch ~/notes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    watch.add_argument("paths", nargs="*", metavar="PATH")
+    commands.add_parser(
+        "worker",
+        help="only work the queue (several may share one database)",
+        epilog="example: PGRECALL_DATABASE_URL=postgresql://db.lan/pgrecall pgrecall worker",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+    api = commands.add_parser(
+        "api",
+        help="serve search over HTTP JSON (read-only)",
+        epilog="example: pgrecall api --port 8765; then curl 'http://127.0.0.1:8765/search?q=vacuum&k=3'",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    api.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; others need PGRECALL_API_TOKEN)"
+    )
+    api.add_argument("--port", type=int, default=8765)
+    commands.add_parser(
+        "mcp",
+        help="serve search to AI assistants: a Model Context Protocol server over stdio",
+        epilog="example (Claude Code): claude mcp add pgrecall -- ~/pgrecall/.venv/bin/pgrecall mcp",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
     status = commands.add_parser("status", help="documents, chunks, queue and failures")
     status.add_argument("--json", action="store_true")
@@ -73,6 +119,25 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=("url", "start", "stop"))
 
     commands.add_parser("migrate", help="apply the schema migrations (every command does this when needed)")
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="retrieval quality on a BEIR-format dataset (nDCG@10, recall, MRR, latency)",
+        description="Index a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) into a database of its "
+        "own through the real pipeline and score every query in each search mode.",
+        epilog="example: pgrecall eval ../shared/data/scifact --split test --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    evaluate.add_argument("dataset", metavar="DATASET_DIR")
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument(
+        "--mode",
+        action="append",
+        choices=("vector", "keyword", "hybrid", "hybrid+enrich"),
+        help="only these modes (repeatable; default: all four)",
+    )
+    evaluate.add_argument("--fresh", action="store_true", help="drop the eval database and index from scratch")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -96,7 +161,10 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     result = {
         "enqueued": summary.files_enqueued,
         "removals_enqueued": summary.removals_enqueued,
-        **{status: summary.statuses.get(status, 0) for status in ("indexed", "unchanged", "removed", "skipped", "failed")},
+        **{
+            status: summary.statuses.get(status, 0)
+            for status in ("indexed", "unchanged", "removed", "skipped", "failed")
+        },
         "chunks": summary.chunks,
         "seconds": round(summary.seconds, 2),
         "chunks_per_second": round(summary.chunks_per_second, 1),
@@ -124,7 +192,7 @@ def _search_filters(args: argparse.Namespace) -> dict:
     if args.kind:
         filters["kind"] = args.kind
     if args.root:
-        filters["source_root"] = args.root
+        filters["source_root" if args.root.startswith("/") else "root"] = args.root
     if args.since:
         filters["modified_since"] = args.since
     if args.meta:
@@ -141,11 +209,11 @@ def _search_filters(args: argparse.Namespace) -> dict:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.api.search import Searcher
-
-    searcher = Searcher(_url(settings), settings, pool_size=1)
+    searcher = _searcher(settings, pool_size=1)
     try:
-        hits = searcher.search(args.query, k=args.k, filters=_search_filters(args), mode=args.mode, enrich_query=not args.no_enrich)
+        hits = searcher.search(
+            args.query, k=args.k, filters=_search_filters(args), mode=args.mode, enrich_query=not args.no_enrich
+        )
     finally:
         searcher.close()
     if args.json:
@@ -176,25 +244,96 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _run_service(args: argparse.Namespace, settings: Settings, watch: bool, work: bool) -> int:
+    from pgrecall import roots as roots_module
+    from pgrecall.worker.service import run_service
+
+    roots = roots_module.resolve(getattr(args, "paths", []), settings.config_file) if watch else []
+    url = _url(settings)
+    asyncio.run(run_service(settings, url, roots, watch=watch, work=work))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    return _run_service(args, settings, watch=True, work=True)
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    return _run_service(args, settings, watch=True, work=False)
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    return _run_service(args, settings, watch=False, work=True)
+
+
+def _searcher(settings: Settings, pool_size: int):
+    from pgrecall.api.search import Searcher
+
+    url = settings.search_database_url or _url(settings)
+    return Searcher(url, settings, pool_size=pool_size)
+
+
+def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api import http
+
+    http.check_binding(args.host, settings.api_token)
+    searcher = _searcher(settings, pool_size=8)
+    try:
+        http.serve(searcher, args.host, args.port, settings.api_token)
+    finally:
+        searcher.close()
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api.mcp_server import serve_stdio
+
+    searcher = _searcher(settings, pool_size=2)
+    try:
+        serve_stdio(searcher)
+    finally:
+        searcher.close()
+    return 0
+
+
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
     from pgrecall.api import store as read_store
-    from pgrecall.worker.store import queue_status
+    from pgrecall.worker import scan
+    from pgrecall.worker.store import known_roots, queue_status, root_progress
 
     url = _url(settings)
     with database.connect(url) as conn:
         status = read_store.index_status(conn)
         status["queue"] = queue_status(conn)
+        status["roots"] = []
+        for name, path in known_roots(conn):
+            indexed, last = root_progress(conn, path)
+            on_disk = len(list(scan.iter_files(Path(path)))) if Path(path).is_dir() else None
+            status["roots"].append(
+                {"name": name, "path": path, "indexed": indexed, "files": on_disk, "last_indexed_at": last}
+            )
     status["database"] = "embedded" if settings.embedded else "external"
     if args.json:
         print(json.dumps(status, default=str))
         return 0
     queue = status["queue"]
-    print(f"database:   {status['database']} ({database.pgdata_path(settings) if settings.embedded else 'PGRECALL_DATABASE_URL'})")
+    print(
+        f"database:   {status['database']} ({database.pgdata_path(settings) if settings.embedded else 'PGRECALL_DATABASE_URL'})"
+    )
     print(f"documents:  {status['documents']}")
     print(f"chunks:     {status['chunks']}")
     print(f"failed:     {status['failed']}   skipped: {status['skipped']}")
-    print(f"queue:      {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed jobs")
+    oldest = f", oldest waiting {queue['oldest_waiting_age_s']} s" if queue["oldest_waiting_age_s"] is not None else ""
+    print(f"queue:      {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed jobs{oldest}")
     print(f"last index: {status['last_indexed_at'] or 'never'}")
+    for root in status["roots"]:
+        label = f"{root['name']} ({root['path']})" if root["name"] else root["path"]
+        files = root["files"] if root["files"] is not None else "?"
+        print(
+            f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
+        )
     return 0
 
 
@@ -238,7 +377,26 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from pgrecall.evaluate import format_table, run_eval
+
+    def say(message: str) -> None:
+        print(f"pgrecall eval: {message}", file=sys.stderr)
+
+    result = run_eval(settings, Path(args.dataset), split=args.split, fresh=args.fresh, modes=args.mode, progress=say)
+    print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "serve": cmd_serve,
+    "api": cmd_api,
+    "mcp": cmd_mcp,
+    "watch": cmd_watch,
+    "worker": cmd_worker,
+    "eval": cmd_eval,
     "index": cmd_index,
     "search": cmd_search,
     "status": cmd_status,
@@ -252,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()
-        level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+        quiet = logging.INFO if args.command in ("serve", "watch", "worker") else logging.WARNING
+        level = {0: quiet, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
         configure_logging(level, settings.log_format)
         return COMMANDS[args.command](args, settings)
     except PgRecallError as exc:

@@ -65,6 +65,8 @@ def stop_embedded(settings: Settings) -> bool:
     server = _embedded_server(settings, start=False)
     server._postmaster_info = info  # the package only stops servers it started itself
     server.stop()
+    # Forget the handle, so that a later start in this process starts the server again.
+    type(server)._instances.pop(server.pgdata, None)
     return True
 
 
@@ -91,10 +93,9 @@ def connect(url: str, *, read_only: bool = False, autocommit: bool = False) -> I
     with conn:
         if read_only:
             conn.read_only = True
-        try:
+        # Before the first migration the vector extension is not there yet.
+        with contextlib.suppress(psycopg.ProgrammingError):
             configure_connection(conn)
-        except psycopg.ProgrammingError:
-            pass  # the vector extension is not installed yet (before the first migration)
         yield conn
 
 

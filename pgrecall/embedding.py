@@ -42,6 +42,7 @@ class Embedder:
         self.batch_size = batch_size
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
 
     @property
     def model(self) -> SentenceTransformer:
@@ -104,13 +105,17 @@ class Embedder:
         """Unit-length float32 vectors, one row per text."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        model = self.model
+        # One forward pass at a time: the Rust tokenizer refuses concurrent use
+        # ("Already borrowed"), and the CPU is saturated by one pass anyway.
+        with self._encode_lock:
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return vectors.astype(np.float32, copy=False)
 
 

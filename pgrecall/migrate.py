@@ -59,6 +59,10 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
         applied = dict(conn.execute("SELECT name, checksum FROM pgrecall.schema_migrations").fetchall())
+        # The queue's schema comes first: our migrations may refer to its tables.
+        if PROCRASTINATE_MIGRATION not in applied:
+            _apply_procrastinate(conn)
+            applied_now.append(PROCRASTINATE_MIGRATION)
         for migration in migrations:
             recorded = applied.get(migration.name)
             if recorded is not None:
@@ -71,9 +75,6 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                 continue
             _apply(conn, migration)
             applied_now.append(migration.name)
-        if PROCRASTINATE_MIGRATION not in applied:
-            _apply_procrastinate(conn)
-            applied_now.append(PROCRASTINATE_MIGRATION)
     for name in applied_now:
         log.info("migration_applied", migration=name)
     return applied_now
@@ -101,4 +102,3 @@ def _apply_procrastinate(conn: psycopg.Connection) -> None:
         "INSERT INTO pgrecall.schema_migrations (name, checksum) VALUES (%s, %s)",
         (migration.name, migration.checksum),
     )
-

@@ -32,20 +32,26 @@ def _with_database(url: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def server_url():
-    """Admin URL of a PostgreSQL server with pgvector, started for the session if embedded."""
-    external = os.environ.get("PGRECALL_TEST_DATABASE_URL")
-    if external:
-        yield external
+def embedded_server_settings():
+    """Settings of the session's embedded server; None when tests use PGRECALL_TEST_DATABASE_URL."""
+    if os.environ.get("PGRECALL_TEST_DATABASE_URL"):
+        yield None
         return
     home = Path(tempfile.mkdtemp(prefix="pgrecall-test-"))
     settings = load_settings({"PGRECALL_HOME": str(home)})
-    url = database.start_embedded(settings)
     try:
-        yield url
+        yield settings
     finally:
         database.stop_embedded(settings)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server_url(embedded_server_settings):
+    """Admin URL of a PostgreSQL server with pgvector, started for the session if embedded."""
+    if embedded_server_settings is None:
+        return os.environ["PGRECALL_TEST_DATABASE_URL"]
+    return database.start_embedded(embedded_server_settings)
 
 
 @pytest.fixture(scope="session")
@@ -64,9 +70,7 @@ def db_url(server_url, template_url):
     """A freshly migrated database of this test's own."""
     name = f"pgrecall_test_{os.getpid()}_{next(_counter)}"
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(TEMPLATE))
-        )
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(TEMPLATE)))
     yield _with_database(server_url, name)
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -38,7 +38,9 @@ def conversation(uuid: str, name: str, turns: list[tuple[str, str]], attachment:
             }
         )
     if attachment:
-        messages[0]["attachments"].append({"file_name": "notes.txt", "file_type": "text/plain", "extracted_content": attachment})
+        messages[0]["attachments"].append(
+            {"file_name": "notes.txt", "file_type": "text/plain", "extracted_content": attachment}
+        )
     return {
         "uuid": uuid,
         "name": name,

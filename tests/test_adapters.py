@@ -68,13 +68,21 @@ def _message(sender, text="", blocks=None, attachments=None):
 
 def test_claude_export_yields_one_document_per_conversation():
     export = [
-        _conversation("u1", "Vacuum tuning", [_message("human", "How do I tune autovacuum?"), _message("assistant", "Lower the scale factor.")]),
+        _conversation(
+            "u1",
+            "Vacuum tuning",
+            [_message("human", "How do I tune autovacuum?"), _message("assistant", "Lower the scale factor.")],
+        ),
         _conversation(
             "u2",
             "Logs",
             [
-                _message("human", "", blocks=[{"type": "text", "text": "Read this log"}, {"type": "tool_use", "name": "x"}],
-                         attachments=[{"file_name": "app.log", "extracted_content": "ERROR E-4711 at startup"}]),
+                _message(
+                    "human",
+                    "",
+                    blocks=[{"type": "text", "text": "Read this log"}, {"type": "tool_use", "name": "x"}],
+                    attachments=[{"file_name": "app.log", "extracted_content": "ERROR E-4711 at startup"}],
+                ),
             ],
         ),
     ]

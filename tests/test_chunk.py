@@ -67,7 +67,7 @@ def test_consecutive_chunks_share_a_short_overlap(count):
     paragraphs = [f"Paragraph {i} talks about topic {i} in a few words." for i in range(60)]
     chunks = chunk_sections([Section("", "\n\n".join(paragraphs))], count, max_tokens=80, overlap_tokens=20)
     assert len(chunks) > 2
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in zip(chunks, chunks[1:], strict=False):
         assert after.text.split("\n\n")[0] == before.text.split("\n\n")[-1]
 
 

@@ -19,7 +19,9 @@ def pgrecall(*args, env=None):
 @pytest.fixture
 def cli_env(db_url, tmp_path):
     env = dict(os.environ)
-    env.update({"PGRECALL_DATABASE_URL": db_url, "PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_LOG_FORMAT": "json"})
+    env.update(
+        {"PGRECALL_DATABASE_URL": db_url, "PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_LOG_FORMAT": "json"}
+    )
     return env
 
 
@@ -62,7 +64,9 @@ def test_errors_are_one_line_without_traceback(cli_env, args, message):
 
 
 def test_unreachable_database_is_one_line(tmp_path):
-    env = dict(os.environ, PGRECALL_DATABASE_URL="postgresql://nobody@/nodb?host=/nonexistent", PGRECALL_HOME=str(tmp_path))
+    env = dict(
+        os.environ, PGRECALL_DATABASE_URL="postgresql://nobody@/nodb?host=/nonexistent", PGRECALL_HOME=str(tmp_path)
+    )
     result = pgrecall("status", env=env)
     assert result.returncode == 1
     assert result.stderr.startswith("pgrecall: error: cannot connect to the database")
@@ -86,7 +90,7 @@ def test_embedded_database_starts_on_demand_and_stops(tmp_path):
     assert url.returncode == 0, url.stderr
     assert str(tmp_path / "home") in url.stdout and "pgrecall" in url.stdout
     migrated = pgrecall("migrate", env=env)
-    assert migrated.stdout.startswith("applied: 0001_index.sql")
+    assert migrated.stdout.startswith("applied: procrastinate-schema, 0001_index.sql")
     assert pgrecall("migrate", env=env).stdout.strip() == "up to date"
     assert pgrecall("db", "stop", env=env).stdout.strip() == "stopped"
     assert pgrecall("db", "stop", env=env).stdout.strip() == "not running"

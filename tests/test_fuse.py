@@ -4,9 +4,7 @@ from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
 
 
 def test_scores_are_sums_of_reciprocal_ranks():
-    fused = reciprocal_rank_fusion(
-        [RankedList("vector", ["a", "b", "c"]), RankedList("keyword", ["c", "a"])], k=60
-    )
+    fused = reciprocal_rank_fusion([RankedList("vector", ["a", "b", "c"]), RankedList("keyword", ["c", "a"])], k=60)
     scores = {f.id: f.score for f in fused}
     assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
     assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)

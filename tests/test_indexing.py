@@ -19,12 +19,15 @@ def assert_statistics_consistent(url):
     assert rows(url, "SELECT chunk_count, term_total FROM pgrecall.corpus_stats") == rows(
         url, "SELECT count(*), coalesce(sum(term_count), 0) FROM pgrecall.chunks"
     )
-    assert rows(
-        url,
-        """SELECT d.path FROM pgrecall.documents d
+    assert (
+        rows(
+            url,
+            """SELECT d.path FROM pgrecall.documents d
            WHERE d.chunk_count <> (SELECT count(*) FROM pgrecall.chunks c WHERE c.document_id = d.id)
              AND d.error IS NULL""",
-    ) == []
+        )
+        == []
+    )
 
 
 def test_folder_is_indexed_with_chunks_vectors_and_postings(index, db_url, tmp_path):
@@ -90,7 +93,9 @@ def test_broken_files_are_recorded_and_skipped_while_the_rest_is_indexed(index, 
     assert summary.statuses == {"indexed": 4, "skipped": 2, "failed": 2}
     failures = dict(
         (path, (stage, error))
-        for path, stage, error in rows(db_url, "SELECT path, error_stage, error FROM pgrecall.documents WHERE error IS NOT NULL")
+        for path, stage, error in rows(
+            db_url, "SELECT path, error_stage, error FROM pgrecall.documents WHERE error IS NOT NULL"
+        )
     )
     assert failures["image.png"] == ("detect", "unsupported file type '.png'")
     assert failures["binary.md"] == ("detect", "binary file (contains NUL bytes)")
@@ -115,8 +120,14 @@ def test_a_file_that_breaks_keeps_its_indexed_chunks_until_fixed(index, db_url, 
 
 def test_claude_export_reimported_after_growing_updates_in_place(index, db_url, tmp_path):
     export = tmp_path / "export" / "conversations.json"
-    first = conversation("c-1", "Backup plan", [("human", "How should I back up Postgres?"), ("assistant", "Use pg_basebackup and WAL archiving.")])
-    second = conversation("c-2", "Garden", [("human", "When to plant garlic?")], attachment="Plant garlic cloves in October.")
+    first = conversation(
+        "c-1",
+        "Backup plan",
+        [("human", "How should I back up Postgres?"), ("assistant", "Use pg_basebackup and WAL archiving.")],
+    )
+    second = conversation(
+        "c-2", "Garden", [("human", "When to plant garlic?")], attachment="Plant garlic cloves in October."
+    )
     write_export(export, [first, second])
     summary = index(export.parent)
     assert summary.statuses == {"indexed": 1}
@@ -127,10 +138,16 @@ def test_claude_export_reimported_after_growing_updates_in_place(index, db_url, 
         ("conversations.json#c-2", "claude_conversation", "Garden", 2),
     ]
     ids_before = dict(rows(db_url, "SELECT path, id FROM pgrecall.documents"))
-    chunk_ids_c1 = rows(db_url, "SELECT c.id FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path LIKE %s", ("%c-1",))
+    chunk_ids_c1 = rows(
+        db_url,
+        "SELECT c.id FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path LIKE %s",
+        ("%c-1",),
+    )
 
     # The export grows: a new turn in c-2, and a new conversation c-3.
-    second["chat_messages"].append(conversation("c-2", "Garden", [("assistant", "Mulch after planting.")])["chat_messages"][0])
+    second["chat_messages"].append(
+        conversation("c-2", "Garden", [("assistant", "Mulch after planting.")])["chat_messages"][0]
+    )
     third = conversation("c-3", "Rust lifetimes", [("human", "Explain lifetime elision")])
     write_export(export, [first, second, third])
     summary = index(export.parent)
@@ -140,18 +157,29 @@ def test_claude_export_reimported_after_growing_updates_in_place(index, db_url, 
     assert docs == [("conversations.json#c-1", 2), ("conversations.json#c-2", 3), ("conversations.json#c-3", 1)]
     ids_after = dict(rows(db_url, "SELECT path, id FROM pgrecall.documents"))
     assert all(ids_after[path] == ids_before[path] for path in ids_before)
-    assert rows(db_url, "SELECT c.id FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path LIKE %s", ("%c-1",)) == chunk_ids_c1
+    assert (
+        rows(
+            db_url,
+            "SELECT c.id FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path LIKE %s",
+            ("%c-1",),
+        )
+        == chunk_ids_c1
+    )
 
     # A conversation deleted from the export leaves the index too.
     write_export(export, [first, third])
     index(export.parent)
-    paths = [p for (p,) in rows(db_url, "SELECT path FROM pgrecall.documents WHERE parent_id IS NOT NULL ORDER BY path")]
+    paths = [
+        p for (p,) in rows(db_url, "SELECT path FROM pgrecall.documents WHERE parent_id IS NOT NULL ORDER BY path")
+    ]
     assert paths == ["conversations.json#c-1", "conversations.json#c-3"]
     assert_statistics_consistent(db_url)
 
 
 def test_deleting_an_export_removes_its_conversations(index, db_url, tmp_path):
-    export = write_export(tmp_path / "export" / "conversations.json", [conversation("c-1", "A", [("human", "hello there")])])
+    export = write_export(
+        tmp_path / "export" / "conversations.json", [conversation("c-1", "A", [("human", "hello there")])]
+    )
     index(export.parent)
     export.unlink()
     index(export.parent)

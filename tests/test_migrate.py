@@ -19,7 +19,7 @@ def test_migrating_twice_changes_nothing(empty_db_url):
         first = migrate(conn)
         snapshot = _schema_snapshot(conn)
         second = migrate(conn)
-        assert first == [m.name for m in bundled_migrations()] + [PROCRASTINATE_MIGRATION]
+        assert first == [PROCRASTINATE_MIGRATION] + [m.name for m in bundled_migrations()]
         assert second == []
         assert _schema_snapshot(conn) == snapshot
         tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'pgrecall'")}

@@ -10,8 +10,19 @@ def test_hidden_ignored_and_escaping_links_are_skipped(tmp_path):
     (root / ".obsidian").mkdir()
     (root / "node_modules" / "pkg").mkdir(parents=True)
     (root / "drafts").mkdir()
-    for name in ["a.md", "sub/b.txt", ".git/config", ".obsidian/x.md", "node_modules/pkg/r.md",
-                 "drafts/d.md", ".hidden.md", "a.md~", "a.md.swp", "4913", "keep.log"]:
+    for name in [
+        "a.md",
+        "sub/b.txt",
+        ".git/config",
+        ".obsidian/x.md",
+        "node_modules/pkg/r.md",
+        "drafts/d.md",
+        ".hidden.md",
+        "a.md~",
+        "a.md.swp",
+        "4913",
+        "keep.log",
+    ]:
         (root / name).write_text("x")
     (root / ".pgrecallignore").write_text("drafts/\n*.log\n")
     outside = tmp_path / "outside.md"

@@ -52,12 +52,18 @@ def test_keyword_only_hit_has_no_vector_rank(indexed, searcher):
 @pytest.mark.slow
 def test_selective_filter_still_returns_k_hits(index, searcher, tmp_path):
     """Filters apply inside the arms, before ranking: 1% of the chunks, k hits."""
-    notes = {f"general/n{i:03}.md": f"# Note {i}\n\nMeeting notes about the budget review number {i}." for i in range(297)}
-    notes.update({f"special/s{i}.md": f"# Special {i}\n\nSourdough bread recipe shared at budget review {i}." for i in range(3)})
+    notes = {
+        f"general/n{i:03}.md": f"# Note {i}\n\nMeeting notes about the budget review number {i}." for i in range(297)
+    }
+    notes.update(
+        {f"special/s{i}.md": f"# Special {i}\n\nSourdough bread recipe shared at budget review {i}." for i in range(3)}
+    )
     index(write_notes(tmp_path / "many", notes))
     for mode in ("hybrid", "vector", "keyword"):
         # A keyword depth of 10 postings per term: the filter must act before that cut.
-        hits = searcher.search("budget review meeting", k=3, mode=mode, filters={"path_prefix": "special/"}, keyword_depth=10)
+        hits = searcher.search(
+            "budget review meeting", k=3, mode=mode, filters={"path_prefix": "special/"}, keyword_depth=10
+        )
         assert sorted(h.path for h in hits) == ["special/s0.md", "special/s1.md", "special/s2.md"], mode
 
 
@@ -71,7 +77,9 @@ def test_filters_on_kind_metadata_root_and_time(index, searcher, tmp_path):
         },
     )
     index(root)
-    assert [h.path for h in searcher.search("launch checklist", filters={"metadata": {"project": "zephyr"}})] == ["b.md"]
+    assert [h.path for h in searcher.search("launch checklist", filters={"metadata": {"project": "zephyr"}})] == [
+        "b.md"
+    ]
     assert [h.path for h in searcher.search("launch checklist", filters={"kind": "text"})] == ["c.txt"]
     assert len(searcher.search("launch checklist", filters={"source_root": str(root)})) == 3
     assert searcher.search("launch checklist", filters={"source_root": "/elsewhere"}) == []
@@ -99,9 +107,8 @@ def test_bad_input_is_refused_with_a_reason(indexed, searcher, kwargs, message):
 
 
 def test_search_connections_are_read_only(indexed, searcher):
-    with searcher.pool.connection() as conn:
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            conn.execute("DELETE FROM pgrecall.chunks")
+    with searcher.pool.connection() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        conn.execute("DELETE FROM pgrecall.chunks")
 
 
 def test_filter_values_never_become_sql(indexed, searcher):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 
@@ -54,7 +55,9 @@ class EmbeddingBatcher:
             while count < self._max_texts:
                 timeout = deadline - loop.time()
                 try:
-                    request = self._queue.get_nowait() if timeout <= 0 else await asyncio.wait_for(self._queue.get(), timeout)
+                    request = (
+                        self._queue.get_nowait() if timeout <= 0 else await asyncio.wait_for(self._queue.get(), timeout)
+                    )
                 except (asyncio.QueueEmpty, TimeoutError):
                     break
                 batch.append(request)
@@ -80,9 +83,7 @@ class EmbeddingBatcher:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
             self._task = None
         self._executor.shutdown(wait=False)

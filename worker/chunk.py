@@ -71,7 +71,7 @@ def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> 
         if counts[start] > budget:  # one "word" longer than the budget: cut it by characters
             text = words[start]
             cut = max(1, len(text) * budget // counts[start])
-            units.extend(_Unit(text[i:i + cut], budget, " ") for i in range(0, len(text), cut))
+            units.extend(_Unit(text[i : i + cut], budget, " ") for i in range(0, len(text), cut))
             start += 1
             continue
         units.append(_Unit(" ".join(words[start:end]), total, " "))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections
 from pgrecall.worker.document import Chunk, ParsedDocument
+from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")
 
@@ -65,7 +65,12 @@ class Indexer:
         self.on_outcome = on_outcome
 
     def _report(self, outcome: Outcome, started: float) -> Outcome:
-        fields = {"root": outcome.root, "path": outcome.path, "chunks": outcome.chunks, "ms": round((time.perf_counter() - started) * 1000)}
+        fields = {
+            "root": outcome.root,
+            "path": outcome.path,
+            "chunks": outcome.chunks,
+            "ms": round((time.perf_counter() - started) * 1000),
+        }
         if outcome.error:
             log.warning(f"file_{outcome.status}", error=outcome.error, **fields)
         else:
@@ -80,6 +85,19 @@ class Indexer:
             removed = await store.remove(conn, root=root, path=path)
         return self._report(Outcome(root, path, "removed", documents=removed), started)
 
+    async def move_path(self, root: str, source: str, destination: str) -> Outcome:
+        """A renamed file or folder keeps its chunks; the files at the destination are then checked."""
+        started = time.perf_counter()
+        async with self.pool.connection() as conn:
+            moved = await store.rename(conn, root=root, source=source, destination=destination)
+        target = Path(root) / destination
+        if target.is_dir():
+            for relative in await asyncio.to_thread(lambda: list(iter_files(target))):
+                await self.index_file(root, f"{destination}/{relative}")
+        else:
+            await self.index_file(root, destination)
+        return self._report(Outcome(root, f"{source} -> {destination}", "moved", documents=moved), started)
+
     async def index_file(self, root: str, path: str) -> Outcome:
         started = time.perf_counter()
         full_path = Path(root) / path
@@ -91,11 +109,13 @@ class Indexer:
         except FileNotFoundError:
             return await self.remove_path(root, path)
         except OSError as exc:
-            return await self._fail(root, path, _kind_for(path), "read", f"cannot read: {exc.strerror or exc}", None, started)
+            return await self._fail(
+                root, path, _kind_for(path), "read", f"cannot read: {exc.strerror or exc}", None, started
+            )
 
         info = store.FileInfo(
             size_bytes=stat.st_size,
-            mtime=datetime.datetime.fromtimestamp(stat.st_mtime, tz=datetime.UTC),
+            mtime=mtime_of(stat),
             content_hash=adapters.content_hash(data),
         )
         async with self.pool.connection() as conn:
@@ -111,7 +131,11 @@ class Indexer:
         except ParseError as exc:
             return await self._fail(root, path, _kind_for(path), "parse", str(exc), info, started)
 
-        if any(document.path != path for document in documents) or not documents and _kind_for(path) == CLAUDE_EXPORT_KIND:
+        if (
+            any(document.path != path for document in documents)
+            or not documents
+            and _kind_for(path) == CLAUDE_EXPORT_KIND
+        ):
             return await self._index_export(root, path, documents, info, started)
         chunk_count = await self._write(root, documents, info, parent_id=None)
         return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(documents)), started)
@@ -124,10 +148,12 @@ class Indexer:
             # Without its hash first: a crash before the conversations are in
             # must not make the next run believe the export is indexed.
             unhashed = dataclasses.replace(info, content_hash=None)
-            parent_id = await store.record_container(conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=unhashed)
+            parent_id = await store.record_container(
+                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=unhashed
+            )
             existing = await store.child_hashes(conn, parent_id)
         changed = [c for c in conversations if existing.get(c.path, (None, None)) != (c.content_hash, None)]
-        chunk_count = await self._write(root, changed, None, parent_id=parent_id)
+        chunk_count = await self._write(root, changed, info, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in conversations})
         async with self.pool.connection() as conn:
             await store.remove_documents(conn, root, vanished)
@@ -162,9 +188,16 @@ class Indexer:
         return [chunk_sections(d.sections, self.embedder.count_tokens, max_tokens=max_tokens) for d in documents]
 
     async def _fail(
-        self, root: str, path: str, kind: str, stage: str, error: str, info: store.FileInfo | None, started: float, status: str = "failed"
+        self,
+        root: str,
+        path: str,
+        kind: str,
+        stage: str,
+        error: str,
+        info: store.FileInfo | None,
+        started: float,
+        status: str = "failed",
     ) -> Outcome:
         async with self.pool.connection() as conn:
             await store.record_failure(conn, root=root, path=path, kind=kind, stage=stage, error=error, info=info)
         return self._report(Outcome(root, path, status, error=error), started)
-

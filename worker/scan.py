@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,3 +56,23 @@ def iter_files(root: Path, spec: pathspec.PathSpec | None = None) -> Iterator[st
                 continue
             if full.is_file():
                 yield relative
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def mtime_of(stat: os.stat_result) -> datetime.datetime:
+    """The modification time at the microsecond precision PostgreSQL keeps, exactly."""
+    return _EPOCH + datetime.timedelta(microseconds=stat.st_mtime_ns // 1000)
+
+
+def stat_files(root: Path) -> dict[str, tuple[int, datetime.datetime]]:
+    """relative path -> (size, mtime) of the root's files."""
+    states = {}
+    for relative in iter_files(root):
+        try:
+            stat = (root / relative).stat()
+        except FileNotFoundError:
+            continue
+        states[relative] = (stat.st_size, mtime_of(stat))
+    return states

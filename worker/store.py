@@ -77,7 +77,9 @@ async def _move_statistics(
         await conn.execute(Q["apply_term_deltas"], params)
         await conn.execute(Q["prune_terms"], {"terms": changed})
     if new_chunks != old_chunks or new_total != old_total:
-        await conn.execute(Q["update_corpus_stats"], {"chunks": new_chunks - old_chunks, "terms": new_total - old_total})
+        await conn.execute(
+            Q["update_corpus_stats"], {"chunks": new_chunks - old_chunks, "terms": new_total - old_total}
+        )
 
 
 async def write_document(
@@ -110,9 +112,7 @@ async def write_document(
                             identifier_terms(chunk.embedding_text),
                         )
                     )
-            await conn.execute(
-                Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG}
-            )
+            await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG})
             await conn.execute(
                 Q["insert_postings"],
                 {
@@ -185,10 +185,10 @@ async def record_failure(
         await conn.execute(Q["record_failure"], params)
 
 
-async def remove(conn: psycopg.AsyncConnection, *, root: str, path: str) -> int:
-    """Remove the document at `path`: a file, a folder's files or an export's conversations; returns how many."""
+async def remove(conn: psycopg.AsyncConnection, *, root: str, path: str, exact: bool = False) -> int:
+    """Remove the document at `path`: a file, a folder's files (unless `exact`) or an export's conversations."""
     async with conn.transaction():
-        cursor = await conn.execute(Q["documents_to_remove"], {"root": root, "path": path})
+        cursor = await conn.execute(Q["documents_at" if exact else "documents_to_remove"], {"root": root, "path": path})
         ids = [row[0] for row in await cursor.fetchall()]
         if not ids:
             return 0
@@ -215,9 +215,50 @@ def queue_status(conn: psycopg.Connection) -> dict[str, Any]:
     rows = conn.execute(Q["queue_status"], {"queue": QUEUE}).fetchall()
     counts = {status: count for status, count, _ in rows}
     oldest = next((due for status, _, due in rows if status == "todo"), None)
+    age = None
+    if oldest is not None:
+        age = round((datetime.datetime.now(datetime.UTC) - oldest).total_seconds(), 1)
     return {
         "todo": counts.get("todo", 0),
         "doing": counts.get("doing", 0),
         "failed": counts.get("failed", 0),
         "oldest_waiting_since": oldest,
+        "oldest_waiting_age_s": age,
     }
+
+
+def known_roots(conn: psycopg.Connection) -> list[tuple[str | None, str]]:
+    """(name or None, path) of every root that is watched or has documents (sync: for the CLI)."""
+    return conn.execute(Q["known_roots"]).fetchall()
+
+
+async def file_states(
+    conn: psycopg.AsyncConnection, root: str
+) -> dict[str, tuple[int | None, datetime.datetime | None, str | None]]:
+    """path -> (size, mtime, content hash) of the root's files as last indexed."""
+    cursor = await conn.execute(Q["file_states"], {"root": root})
+    return {path: (size, mtime, digest) for path, size, mtime, digest in await cursor.fetchall()}
+
+
+async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, destination: str) -> int:
+    """Move documents at `source` (a file, folder or export) to `destination`; returns how many moved.
+
+    A file renamed onto another replaces it; with nothing indexed at `source`
+    (already moved by an earlier job) nothing changes.
+    """
+    async with conn.transaction():
+        cursor = await conn.execute(Q["documents_to_remove"], {"root": root, "path": source})
+        if not await cursor.fetchall():
+            return 0
+        await remove(conn, root=root, path=destination, exact=True)
+        cursor = await conn.execute(Q["rename_documents"], {"root": root, "source": source, "destination": destination})
+        return cursor.rowcount
+
+
+async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str) -> None:
+    await conn.execute(Q["upsert_root"], {"name": name, "path": path})
+
+
+def root_progress(conn: psycopg.Connection, root: str) -> tuple[int, datetime.datetime | None]:
+    """(files indexed without error, last indexed time) of a root (sync: for the CLI)."""
+    return conn.execute(Q["root_progress"], {"root": root}).fetchone()

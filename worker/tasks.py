@@ -7,21 +7,27 @@ the same time, even on different machines.
 
 from __future__ import annotations
 
-import psycopg
 import procrastinate
+import psycopg
 
 from pgrecall.worker.pipeline import Indexer, Outcome
 
 QUEUE = "pgrecall"
 INDEX_TASK = "pgrecall.index_file"
 REMOVE_TASK = "pgrecall.remove_path"
+MOVE_TASK = "pgrecall.move_path"
 
 # Transient failures only (a lost connection, a server restarting); a broken
 # file is recorded by the pipeline and never raises.
 RETRY = procrastinate.RetryStrategy(
     max_attempts=8,
     exponential_wait=2,
-    retry_exceptions={psycopg.OperationalError, psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected, OSError},
+    retry_exceptions={
+        psycopg.OperationalError,
+        psycopg.errors.SerializationFailure,
+        psycopg.errors.DeadlockDetected,
+        OSError,
+    },
 )
 
 
@@ -39,6 +45,11 @@ async def remove_path(context: procrastinate.JobContext, root: str, path: str) -
     return _result(outcome)
 
 
+async def move_path(context: procrastinate.JobContext, root: str, source: str, destination: str) -> dict:
+    outcome = await _indexer(context).move_path(root, source, destination)
+    return _result(outcome)
+
+
 def _result(outcome: Outcome) -> dict:
     return {"status": outcome.status, "chunks": outcome.chunks, "error": outcome.error}
 
@@ -52,6 +63,7 @@ def build_app(conninfo: str, max_connections: int = 4) -> procrastinate.App:
     app = procrastinate.App(connector=connector)
     app.task(name=INDEX_TASK, queue=QUEUE, pass_context=True, retry=RETRY)(index_file)
     app.task(name=REMOVE_TASK, queue=QUEUE, pass_context=True, retry=RETRY)(remove_path)
+    app.task(name=MOVE_TASK, queue=QUEUE, pass_context=True, retry=RETRY)(move_path)
     return app
 
 
@@ -75,6 +87,17 @@ async def enqueue(app: procrastinate.App, task_name: str, root: str, paths: list
                 except procrastinate.exceptions.AlreadyEnqueued:
                     pass
     return added
+
+
+async def enqueue_move(app: procrastinate.App, root: str, source: str, destination: str) -> bool:
+    # Locked on the source: a job for the old path must not run alongside the move.
+    key = path_key(root, source)
+    deferrer = app.configure_task(MOVE_TASK, queueing_lock=f"move:{key}", lock=key, queue=QUEUE)
+    try:
+        await deferrer.defer_async(root=root, source=source, destination=destination)
+        return True
+    except procrastinate.exceptions.AlreadyEnqueued:
+        return False
 
 
 def _deferrer(app: procrastinate.App, task_name: str, root: str, path: str):

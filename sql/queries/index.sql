@@ -133,7 +133,48 @@ DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
 
 -- queue_status --
-SELECT status::text, count(*)::bigint, min(scheduled_at)
-FROM procrastinate_jobs
-WHERE queue_name = %(queue)s
-GROUP BY status
+SELECT j.status::text, count(*)::bigint,
+       min((SELECT min(e.at) FROM procrastinate_events e WHERE e.job_id = j.id AND e.type = 'deferred'))
+FROM procrastinate_jobs j
+WHERE j.queue_name = %(queue)s
+GROUP BY j.status
+
+-- known_roots --
+SELECT r.name, r.path FROM pgrecall.roots r
+UNION
+SELECT NULL, d.source_root FROM pgrecall.documents d
+WHERE NOT EXISTS (SELECT 1 FROM pgrecall.roots r WHERE r.path = d.source_root)
+GROUP BY d.source_root
+ORDER BY 2
+
+-- file_states --
+SELECT path, size_bytes, mtime, content_hash
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL
+
+-- documents_at --
+-- The document at exactly this path, with an export's conversations.
+SELECT id FROM pgrecall.documents
+WHERE source_root = %(root)s AND (path = %(path)s OR starts_with(path, %(path)s || '#'))
+
+-- rename_documents --
+-- A moved file or folder keeps its chunks and embeddings: only paths change.
+-- A document already at the new path (moved there by an earlier job) is left as it is.
+UPDATE pgrecall.documents AS d
+SET path = %(destination)s || substr(d.path, length(%(source)s) + 1)
+WHERE d.source_root = %(root)s
+  AND (d.path = %(source)s OR starts_with(d.path, %(source)s || '/') OR starts_with(d.path, %(source)s || '#'))
+  AND NOT EXISTS (
+      SELECT 1 FROM pgrecall.documents o
+      WHERE o.source_root = d.source_root
+        AND o.path = %(destination)s || substr(d.path, length(%(source)s) + 1)
+  )
+
+-- upsert_root --
+INSERT INTO pgrecall.roots (name, path) VALUES (%(name)s, %(path)s)
+ON CONFLICT (name) DO UPDATE SET path = excluded.path
+
+-- root_progress --
+SELECT count(*) FILTER (WHERE error IS NULL)::bigint, max(indexed_at)
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL

@@ -7,6 +7,7 @@ JOIN pgrecall.documents d ON d.id = fc.document_id
 
 -- document_filter --
 (%(source_root)s::text IS NULL OR d.source_root = %(source_root)s)
+AND (%(root)s::text IS NULL OR d.source_root = (SELECT r.path FROM pgrecall.roots r WHERE r.name = %(root)s))
 AND (%(path_prefix)s::text IS NULL
      OR starts_with(CASE WHEN starts_with(%(path_prefix)s, '/') THEN d.source_root || '/' || d.path ELSE d.path END,
                     %(path_prefix)s))
@@ -33,7 +34,7 @@ SELECT c.id, c.embedding <=> %(embedding)s AS distance
 FROM pgrecall.chunks c
 {filter_joins}
 WHERE {document_filter}
-ORDER BY c.embedding <=> %(embedding)s + 0, c.id
+ORDER BY (c.embedding <=> %(embedding)s) + 0, c.id
 LIMIT %(limit)s
 
 -- keyword_arm --
@@ -94,3 +95,26 @@ FROM pgrecall.documents
 WHERE error IS NOT NULL
 ORDER BY source_root, path
 LIMIT %(limit)s
+
+-- reader_role_available --
+SELECT pg_has_role(current_user, 'pgrecall_reader', 'MEMBER')
+FROM pg_roles WHERE rolname = 'pgrecall_reader'
+
+-- document_by_id --
+SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error
+FROM pgrecall.documents WHERE id = %(id)s
+
+-- document_by_path --
+-- An absolute path ("/notes/a.md"), or one relative to a root ("a.md").
+SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error
+FROM pgrecall.documents
+WHERE (source_root || '/' || path) = %(path)s OR path = %(path)s
+ORDER BY (source_root || '/' || path) = %(path)s DESC, id
+LIMIT 1
+
+-- document_chunks --
+SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s ORDER BY ordinal
+
+-- health --
+SELECT (SELECT max(indexed_at) FROM pgrecall.documents), pgrecall.queue_depth(),
+       (SELECT count(*) FROM pgrecall.documents WHERE kind NOT IN ('claude_export', 'unsupported'))

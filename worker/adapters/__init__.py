@@ -34,7 +34,7 @@ def decode_text(data: bytes) -> str:
     try:
         text_value = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ParseError(f"not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+        raise ParseError(f"not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})") from None
     return text_value.removeprefix("\ufeff")
 
 

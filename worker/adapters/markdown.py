@@ -28,7 +28,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         loaded = {}
     if not isinstance(loaded, dict):
         raise ValueError("front matter is not a mapping of keys to values")
-    return _jsonable(loaded), text[match.end():]
+    return _jsonable(loaded), text[match.end() :]
 
 
 def _jsonable(value: Any) -> Any:

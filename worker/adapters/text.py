@@ -7,4 +7,6 @@ from pgrecall.worker.document import ParsedDocument, Section
 
 def parse(path: str, text: str, digest: str) -> ParsedDocument:
     sections = [Section(heading="", text=text.strip())] if text.strip() else []
-    return ParsedDocument(path=path, kind="text", title=PurePosixPath(path).stem, content_hash=digest, sections=sections)
+    return ParsedDocument(
+        path=path, kind="text", title=PurePosixPath(path).stem, content_hash=digest, sections=sections
+    )

@@ -1,0 +1,219 @@
+"""`pgrecall eval`: retrieval quality on a BEIR-format dataset, through the real pipeline.
+
+Every corpus entry becomes a Markdown note (its title as the heading) in a
+folder of the eval's own, indexed into a database of the eval's own through
+the queue, workers, chunking and embedding; every query goes through the real
+search module. A document's score is its best chunk's. Metrics come from
+ir-measures (trec_eval's implementations).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pgrecall import database
+from pgrecall.errors import InvalidInput
+from pgrecall.migrate import migrate
+from pgrecall.settings import Settings
+
+MODES: dict[str, dict[str, Any]] = {
+    "vector": {"mode": "vector", "enrich_query": False},
+    "keyword": {"mode": "keyword", "enrich_query": False},
+    "hybrid": {"mode": "hybrid", "enrich_query": False},
+    "hybrid+enrich": {"mode": "hybrid", "enrich_query": True},
+}
+DEPTH = 100  # documents ranked per query: Recall@100 needs them
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    name: str
+    corpus: Path
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_dataset(directory: Path, split: str = "test") -> Dataset:
+    directory = directory.expanduser().resolve()
+    corpus = directory / "corpus.jsonl"
+    qrels_file = directory / "qrels" / f"{split}.tsv"
+    for required in (corpus, directory / "queries.jsonl", qrels_file):
+        if not required.is_file():
+            raise InvalidInput(f"not a BEIR dataset: {required} is missing")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_file, encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            fields = line.rstrip("\n").split("\t")
+            if number == 0 and not fields[-1].lstrip("-").isdigit():
+                continue  # header
+            if len(fields) < 3:
+                continue
+            qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
+    queries: dict[str, str] = {}
+    with open(directory / "queries.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            entry = json.loads(line)
+            if entry["_id"] in qrels:
+                queries[entry["_id"]] = entry["text"]
+    if not queries:
+        raise InvalidInput(f"no queries of split {split!r} have judgments")
+    return Dataset(directory.name, corpus, queries, qrels)
+
+
+def _safe_name(corpus_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in corpus_id)
+
+
+def write_notes(dataset: Dataset, folder: Path) -> dict[str, str]:
+    """One note per corpus entry; returns note path -> corpus id."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mapping: dict[str, str] = {}
+    with open(dataset.corpus, encoding="utf-8") as lines:
+        for line in lines:
+            entry = json.loads(line)
+            corpus_id = str(entry["_id"])
+            name = f"{_safe_name(corpus_id)}.md"
+            title = " ".join((entry.get("title") or "").split())
+            text = f"# {title}\n\n{entry.get('text', '')}\n" if title else f"{entry.get('text', '')}\n"
+            path = folder / name
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            mapping[name] = corpus_id
+    return mapping
+
+
+def eval_database_url(settings: Settings, dataset: Dataset, fresh: bool) -> str:
+    """A database of the eval's own on the configured server, never the user's index."""
+    url = database.database_url(settings)
+    name = f"pgrecall_eval_{_safe_name(dataset.name).lower()}"[:63]
+    with psycopg.connect(url, autocommit=True) as conn:
+        if fresh:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    eval_url = psycopg.conninfo.make_conninfo(url, dbname=name)
+    with database.connect(eval_url) as conn:
+        migrate(conn)
+    return eval_url
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def document_run(hits, mapping: dict[str, str], depth: int = DEPTH) -> dict[str, float]:
+    """Best chunk per document, first `depth` documents, scores strictly decreasing by rank."""
+    ranked: list[str] = []
+    for hit in hits:
+        corpus_id = mapping.get(hit.path)
+        if corpus_id is not None and corpus_id not in ranked:
+            ranked.append(corpus_id)
+        if len(ranked) >= depth:
+            break
+    return {corpus_id: float(depth - rank) for rank, corpus_id in enumerate(ranked)}
+
+
+def ir_metrics(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
+    measures = {"ndcg@10": nDCG @ 10, "recall@10": R @ 10, "recall@100": R @ 100, "mrr@10": RR @ 10}
+    aggregate = ir_measures.calc_aggregate(list(measures.values()), qrels, run)
+    return {name: round(float(aggregate[measure]), 4) for name, measure in measures.items()}
+
+
+def run_eval(
+    settings: Settings,
+    directory: Path,
+    split: str = "test",
+    fresh: bool = False,
+    modes: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    from pgrecall.api.search import Searcher
+    from pgrecall.embedding import get_embedder
+    from pgrecall.worker.run import run_index
+
+    say = progress or (lambda message: None)
+    dataset = load_dataset(directory, split)
+    folder = settings.home / "eval" / _safe_name(dataset.name) / "notes"
+    mapping = write_notes(dataset, folder)
+    url = eval_database_url(settings, dataset, fresh)
+    say(f"indexing {len(mapping)} notes of {dataset.name} into its own database")
+    summary = asyncio.run(run_index(settings, url, [str(folder)]))
+    indexing = {
+        "documents": len(mapping),
+        "indexed": summary.statuses.get("indexed", 0),
+        "unchanged": summary.statuses.get("unchanged", 0),
+        "chunks": summary.chunks,
+        "seconds": round(summary.seconds, 1),
+        "chunks_per_s": round(summary.chunks_per_second, 1),
+    }
+    embedder = get_embedder(settings.model, settings.embed_batch_size)
+    searcher = Searcher(url, settings, embedder=embedder, pool_size=1)
+    result: dict[str, Any] = {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "modes": {}}
+    try:
+        searcher.search("warm up", k=1)
+        for label in modes or list(MODES):
+            say(f"searching: {label}")
+            run: dict[str, dict[str, float]] = {}
+            latencies: list[float] = []
+            for query_id, query in dataset.queries.items():
+                started = time.perf_counter()
+                hits = searcher.search(query, k=3 * DEPTH, candidates=3 * DEPTH, **MODES[label])
+                latencies.append((time.perf_counter() - started) * 1000)
+                run[query_id] = document_run(hits, mapping)
+            metrics = ir_metrics(dataset.qrels, run)
+            metrics["p50_ms"] = round(statistics.median(latencies), 1)
+            metrics["p95_ms"] = round(percentile(latencies, 95), 1)
+            result["modes"][label] = metrics
+        say("measuring the HNSW index against exact search")
+        result["ann_recall@10"] = ann_recall(searcher, list(dataset.queries.values()))
+        result["ef_search"] = settings.ef_search
+    finally:
+        searcher.close()
+    result["indexing"] = indexing
+    return result
+
+
+def ann_recall(searcher, queries: list[str], k: int = 10) -> float:
+    """Mean overlap of the HNSW arm's top k chunks with exact search's top k."""
+    from pgrecall.api import store
+
+    vectors = searcher.embedder.embed_batch(queries)
+    overlaps = []
+    with searcher.pool.connection() as conn, conn.transaction():
+        session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
+        for vector in vectors:
+            approximate = session.vector_arm(vector, k)
+            exact = session.vector_arm(vector, k, exact=True)
+            overlaps.append(len(set(approximate) & set(exact)) / k)
+    return round(statistics.fmean(overlaps), 4)
+
+
+def format_table(result: dict[str, Any]) -> str:
+    columns = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "p50_ms", "p95_ms")
+    lines = [
+        f"{result['dataset']} ({result['split']}, {result['queries']} queries)",
+        f"{'mode':<15}" + "".join(f"{c:>11}" for c in columns),
+    ]
+    for label, metrics in result["modes"].items():
+        lines.append(f"{label:<15}" + "".join(f"{metrics[c]:>11}" for c in columns))
+    lines.append(f"HNSW recall@10 against exact search: {result['ann_recall@10']} (ef_search {result['ef_search']})")
+    ix = result["indexing"]
+    lines.append(
+        f"indexing: {ix['documents']} documents, {ix['indexed']} indexed, {ix['unchanged']} unchanged, "
+        f"{ix['chunks']} chunks in {ix['seconds']} s ({ix['chunks_per_s']} chunks/s)"
+    )
+    return "\n".join(lines)

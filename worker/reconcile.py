@@ -1,0 +1,79 @@
+"""Bring the queue up to date with a folder: what changed while nobody was watching.
+
+Size and modification time decide what to look at; the job then compares
+content hashes, so a touched but unchanged file costs one read and no
+embedding. A file that vanished while a new one with its exact content
+appeared is a move: it keeps its chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import procrastinate
+import structlog
+from psycopg_pool import AsyncConnectionPool
+
+from pgrecall.worker import adapters, scan, store, tasks
+
+log = structlog.get_logger("pgrecall.reconcile")
+
+
+@dataclasses.dataclass
+class Reconciliation:
+    root: str
+    files: int = 0
+    to_index: int = 0
+    to_remove: int = 0
+    moves: int = 0
+    files_hashed: int = 0
+    enqueued: int = 0
+
+
+def plan(
+    present: dict[str, tuple[int, object]], indexed: dict[str, tuple[int | None, object, str | None]]
+) -> tuple[list[str], list[str]]:
+    """(changed or new paths, vanished paths), from sizes and modification times alone."""
+    changed = sorted(path for path, state in present.items() if path not in indexed or indexed[path][:2] != state)
+    vanished = sorted(path for path in indexed if path not in present)
+    return changed, vanished
+
+
+def _hash_file(path: Path) -> str | None:
+    try:
+        return adapters.content_hash(path.read_bytes())
+    except OSError:
+        return None
+
+
+async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Path) -> Reconciliation:
+    root_text = str(root)
+    present = await asyncio.to_thread(scan.stat_files, root)
+    async with pool.connection() as conn:
+        indexed = await store.file_states(conn, root_text)
+    changed, vanished = plan(present, indexed)
+    report = Reconciliation(root=root_text, files=len(present))
+
+    moves: list[tuple[str, str]] = []
+    new_paths = [path for path in changed if path not in indexed]
+    vanished_by_hash = {indexed[path][2]: path for path in vanished if indexed[path][2]}
+    if vanished_by_hash and new_paths:
+        for path in new_paths:
+            digest = await asyncio.to_thread(_hash_file, root / path)
+            report.files_hashed += 1
+            if digest in vanished_by_hash:
+                moves.append((vanished_by_hash.pop(digest), path))
+    moved_from = {source for source, _ in moves}
+    moved_to = {destination for _, destination in moves}
+    to_index = [path for path in changed if path not in moved_to]
+    to_remove = [path for path in vanished if path not in moved_from]
+
+    for source, destination in moves:
+        report.enqueued += await tasks.enqueue_move(app, root_text, source, destination)
+    report.enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, to_index)
+    report.enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, to_remove)
+    report.to_index, report.to_remove, report.moves = len(to_index), len(to_remove), len(moves)
+    log.info("root_reconciled", **dataclasses.asdict(report))
+    return report
