@@ -16,7 +16,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "PGRECALL_SEARCH_DATABASE_URL": "where searches read (a read replica, a read-only login); default: the database",
     "PGRECALL_API_TOKEN": "bearer token the HTTP API requires (mandatory when it listens beyond loopback)",
     "PGRECALL_MODEL": "local sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)",
-    "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 16)",
+    "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 32)",
     "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
     "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
     "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 100)",
@@ -34,7 +34,7 @@ class Settings:
     model: str | None
     search_database_url: str | None = None
     api_token: str | None = None
-    worker_concurrency: int = 16
+    worker_concurrency: int = 32
     embed_batch_size: int = 64
     rrf_k: int = 60
     ef_search: int = 100
@@ -73,7 +73,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         model=env.get("PGRECALL_MODEL") or None,
         search_database_url=env.get("PGRECALL_SEARCH_DATABASE_URL") or None,
         api_token=env.get("PGRECALL_API_TOKEN") or None,
-        worker_concurrency=_int(env, "PGRECALL_WORKERS", 16),
+        worker_concurrency=_int(env, "PGRECALL_WORKERS", 32),
         embed_batch_size=_int(env, "PGRECALL_EMBED_BATCH", 64),
         rrf_k=_int(env, "PGRECALL_RRF_K", 60),
         ef_search=_int(env, "PGRECALL_EF_SEARCH", 100),

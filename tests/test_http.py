@@ -100,7 +100,11 @@ def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(d
     env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_HOME=str(tmp_path), PGRECALL_LOG_FORMAT="json")
     env.pop("PGRECALL_API_TOKEN", None)
     refused = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "pgrecall.cli", "api", "--host", "0.0.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
@@ -108,7 +112,10 @@ def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(d
     )
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "pgrecall.cli", "api", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
 

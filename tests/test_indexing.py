@@ -13,11 +13,26 @@ def rows(url, query, params=()):
 
 def assert_statistics_consistent(url):
     """The maintained BM25 statistics equal what the postings and chunks say."""
-    maintained = dict(rows(url, "SELECT term, df FROM pgrecall.term_stats"))
-    recomputed = dict(rows(url, "SELECT term, count(*)::int FROM pgrecall.postings GROUP BY term"))
+    maintained = {t: (df, ddf) for t, df, ddf in rows(url, "SELECT term, df, document_df FROM pgrecall.term_stats")}
+    recomputed = {
+        t: (df, ddf)
+        for t, df, ddf in rows(
+            url,
+            """SELECT p.term, count(*)::int, count(DISTINCT c.document_id)::int
+               FROM pgrecall.postings p JOIN pgrecall.chunks c ON c.id = p.chunk_id GROUP BY p.term""",
+        )
+    }
     assert maintained == recomputed
-    assert rows(url, "SELECT chunk_count, term_total FROM pgrecall.corpus_stats") == rows(
-        url, "SELECT count(*), coalesce(sum(term_count), 0) FROM pgrecall.chunks"
+    assert rows(url, "SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats") == rows(
+        url, "SELECT count(*), coalesce(sum(term_count), 0), count(DISTINCT document_id) FROM pgrecall.chunks"
+    )
+    assert (
+        rows(
+            url,
+            """SELECT d.path FROM pgrecall.documents d
+           WHERE d.term_count <> (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks c WHERE c.document_id = d.id)""",
+        )
+        == []
     )
     assert (
         rows(
@@ -184,7 +199,7 @@ def test_deleting_an_export_removes_its_conversations(index, db_url, tmp_path):
     export.unlink()
     index(export.parent)
     assert rows(db_url, "SELECT count(*) FROM pgrecall.documents") == [(0,)]
-    assert rows(db_url, "SELECT chunk_count, term_total FROM pgrecall.corpus_stats") == [(0, 0)]
+    assert rows(db_url, "SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats") == [(0, 0, 0)]
     assert rows(db_url, "SELECT count(*) FROM pgrecall.term_stats") == [(0,)]
 
 

@@ -17,7 +17,12 @@ def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pgrecall.cli", "mcp"],
-        env={**os.environ, "PGRECALL_DATABASE_URL": db_url, "PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_LOG_FORMAT": "json"},
+        env={
+            **os.environ,
+            "PGRECALL_DATABASE_URL": db_url,
+            "PGRECALL_HOME": str(tmp_path / "home"),
+            "PGRECALL_LOG_FORMAT": "json",
+        },
     )
 
     async def session():

@@ -1,8 +1,9 @@
 """Embed the chunks of many concurrent jobs together.
 
 Each job (one file) awaits `embed(texts)`; requests that arrive while the model
-is busy, or within a few milliseconds of each other, are encoded in one call,
-so a folder of small notes is not embedded one note at a time.
+is busy, or within a few milliseconds of each other after an idle spell, are
+encoded in one call, so a folder of small notes is not embedded one note at a
+time.
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ class EmbeddingBatcher:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
+            # Requests that piled up while the model was busy go at once; after an
+            # idle spell, linger briefly so that a burst of jobs meets in one call.
+            idle = self._queue.empty()
             batch = [await self._queue.get()]
             count = len(batch[0].texts)
-            deadline = loop.time() + self._linger_seconds
+            deadline = loop.time() + (self._linger_seconds if idle else 0.0)
             while count < self._max_texts:
                 timeout = deadline - loop.time()
                 try:

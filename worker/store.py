@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,28 +56,51 @@ async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo)
     await conn.execute(Q["touch_document"], {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime})
 
 
-async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> tuple[Counter, int, int]:
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    """What some documents contribute to BM25's statistics."""
+
+    terms: dict[str, tuple[int, int]]  # term -> (chunks, documents) containing it
+    chunks: int = 0
+    term_total: int = 0
+    documents: int = 0  # documents with at least one chunk
+
+
+NO_STATISTICS = Statistics({})
+
+
+async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> Statistics:
     cursor = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
-    terms = Counter(dict(await cursor.fetchall()))
+    terms = {term: (chunks, documents) for term, chunks, documents in await cursor.fetchall()}
     cursor = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
-    chunk_count, term_total = await cursor.fetchone()
-    return terms, chunk_count, term_total
+    chunks, term_total, documents = await cursor.fetchone()
+    return Statistics(terms, chunks, term_total, documents)
 
 
-async def _move_statistics(
-    conn: psycopg.AsyncConnection, before: tuple[Counter, int, int], after: tuple[Counter, int, int]
-) -> None:
-    old_terms, old_chunks, old_total = before
-    new_terms, new_chunks, new_total = after
-    deltas = {term: new_terms.get(term, 0) - old_terms.get(term, 0) for term in old_terms.keys() | new_terms.keys()}
-    changed = sorted(term for term, delta in deltas.items() if delta)
+async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, after: Statistics) -> None:
+    deltas = {}
+    for term in before.terms.keys() | after.terms.keys():
+        old_chunks, old_documents = before.terms.get(term, (0, 0))
+        new_chunks, new_documents = after.terms.get(term, (0, 0))
+        if (old_chunks, old_documents) != (new_chunks, new_documents):
+            deltas[term] = (new_chunks - old_chunks, new_documents - old_documents)
+    changed = sorted(deltas)
     if changed:
-        params = {"terms": changed, "deltas": [deltas[t] for t in changed]}
+        params = {
+            "terms": changed,
+            "deltas": [deltas[t][0] for t in changed],
+            "document_deltas": [deltas[t][1] for t in changed],
+        }
         await conn.execute(Q["apply_term_deltas"], params)
         await conn.execute(Q["prune_terms"], {"terms": changed})
-    if new_chunks != old_chunks or new_total != old_total:
+    if (after.chunks, after.term_total, after.documents) != (before.chunks, before.term_total, before.documents):
         await conn.execute(
-            Q["update_corpus_stats"], {"chunks": new_chunks - old_chunks, "terms": new_total - old_total}
+            Q["update_corpus_stats"],
+            {
+                "chunks": after.chunks - before.chunks,
+                "terms": after.term_total - before.term_total,
+                "documents": after.documents - before.documents,
+            },
         )
 
 
@@ -100,7 +122,8 @@ async def write_document(
         if chunks:
             await conn.execute(Q["create_staging"])
             async with conn.cursor().copy(Q["copy_staging"]) as copy:
-                copy.set_types(["int4", "text", "text", "int4", "vector", "text[]"])
+                copy.set_types(["int4", "text", "text", "int4", "vector", "text[]", "bool"])
+                previous_heading = None
                 for chunk, vector in zip(chunks, vectors, strict=True):
                     await copy.write_row(
                         (
@@ -110,8 +133,10 @@ async def write_document(
                             chunk.token_count,
                             vector,
                             identifier_terms(chunk.embedding_text),
+                            chunk.heading != previous_heading,
                         )
                     )
+                    previous_heading = chunk.heading
             await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG})
             await conn.execute(
                 Q["insert_postings"],
@@ -122,6 +147,7 @@ async def write_document(
                     "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
                 },
             )
+        await conn.execute(Q["document_term_count"], {"document_id": document_id})
         after = await _statistics_of(conn, [document_id])
         await _move_statistics(conn, before, after)
     return document_id
@@ -194,7 +220,7 @@ async def remove(conn: psycopg.AsyncConnection, *, root: str, path: str, exact: 
             return 0
         before = await _statistics_of(conn, ids)
         await conn.execute(Q["delete_documents"], {"document_ids": ids})
-        await _move_statistics(conn, before, (Counter(), 0, 0))
+        await _move_statistics(conn, before, NO_STATISTICS)
     return len(ids)
 
 

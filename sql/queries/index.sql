@@ -52,14 +52,15 @@ UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s
 WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s)
 
 -- term_counts --
-SELECT p.term, count(*)::integer
+-- Per term: chunks and documents containing it.
+SELECT p.term, count(*)::integer, count(DISTINCT c.document_id)::integer
 FROM pgrecall.postings p
 JOIN pgrecall.chunks c ON c.id = p.chunk_id
 WHERE c.document_id = ANY(%(document_ids)s)
 GROUP BY p.term
 
 -- chunk_totals --
-SELECT count(*)::bigint, coalesce(sum(term_count), 0)::bigint
+SELECT count(*)::bigint, coalesce(sum(term_count), 0)::bigint, count(DISTINCT document_id)::bigint
 FROM pgrecall.chunks
 WHERE document_id = ANY(%(document_ids)s)
 
@@ -73,11 +74,13 @@ CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     text text,
     token_count integer,
     embedding vector(384),
-    identifiers text[]
+    identifiers text[],
+    index_heading boolean
 ) ON COMMIT DELETE ROWS
 
 -- copy_staging --
-COPY staging_chunks (ordinal, heading, text, token_count, embedding, identifiers) FROM STDIN (FORMAT BINARY)
+COPY staging_chunks (ordinal, heading, text, token_count, embedding, identifiers, index_heading)
+FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
@@ -86,9 +89,16 @@ SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l)
 FROM staging_chunks s
 CROSS JOIN LATERAL (
-    SELECT to_tsvector(%(config)s::regconfig, s.heading || E'\n\n' || s.text)
+    -- The heading path counts once per section (in its first chunk), as a
+    -- title counts once in a document; the model still sees it in every chunk.
+    SELECT to_tsvector(%(config)s::regconfig, CASE WHEN s.index_heading THEN s.heading || E'\n\n' ELSE '' END || s.text)
            || array_to_tsvector(s.identifiers) AS fts
 ) v
+
+-- document_term_count --
+UPDATE pgrecall.documents
+SET term_count = (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s)
+WHERE id = %(document_id)s
 
 -- insert_postings --
 INSERT INTO pgrecall.postings (term, chunk_id, tf, impact)
@@ -106,18 +116,20 @@ WHERE c.document_id = %(document_id)s
 
 -- apply_term_deltas --
 -- Sorted by term so that concurrent writers lock shared rows in one order (no deadlocks).
-INSERT INTO pgrecall.term_stats AS t (term, df)
-SELECT d.term, d.delta
-FROM unnest(%(terms)s::text[], %(deltas)s::integer[]) AS d(term, delta)
+INSERT INTO pgrecall.term_stats AS t (term, df, document_df)
+SELECT d.term, d.delta, d.document_delta
+FROM unnest(%(terms)s::text[], %(deltas)s::integer[], %(document_deltas)s::integer[]) AS d(term, delta, document_delta)
 ORDER BY d.term
-ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df
+ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df, document_df = t.document_df + excluded.document_df
 
 -- prune_terms --
 DELETE FROM pgrecall.term_stats WHERE term = ANY(%(terms)s) AND df <= 0
 
 -- update_corpus_stats --
 UPDATE pgrecall.corpus_stats
-SET chunk_count = chunk_count + %(chunks)s, term_total = term_total + %(terms)s
+SET chunk_count = chunk_count + %(chunks)s,
+    term_total = term_total + %(terms)s,
+    document_count = document_count + %(documents)s
 
 -- documents_to_remove --
 -- The document at path, its children (conversations of an export) and, for a

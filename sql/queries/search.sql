@@ -40,20 +40,25 @@ LIMIT %(limit)s
 -- keyword_arm --
 -- BM25 over the postings: each query term reads at most %(depth)s entries of
 -- its impact-ordered list, so a common word costs no more than a rare one.
+-- Documents are scored (term frequencies summed over their chunks, document
+-- lengths and frequencies), and each scored document contributes its best
+-- chunk by chunk-level BM25.
 WITH stats AS (
-    SELECT chunk_count::float8 AS n,
-           greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS average_length
+    SELECT chunk_count::float8 AS chunks,
+           greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
+           document_count::float8 AS documents,
+           greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
     FROM pgrecall.corpus_stats
 ),
 query_terms AS (
-    SELECT DISTINCT q.term, ts.df
+    SELECT DISTINCT q.term, ts.df, ts.document_df
     FROM unnest(tsvector_to_array(
              to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
          )) AS q(term)
     JOIN pgrecall.term_stats ts ON ts.term = q.term
 ),
 matches AS (
-    SELECT m.chunk_id, m.tf, q.df
+    SELECT q.term, q.df, q.document_df, m.chunk_id, m.tf, c.document_id, c.term_count
     FROM query_terms q
     CROSS JOIN LATERAL (
         SELECT p.chunk_id, p.tf
@@ -63,16 +68,40 @@ matches AS (
         ORDER BY p.impact DESC
         LIMIT %(depth)s
     ) m
+    JOIN pgrecall.chunks c ON c.id = m.chunk_id
+),
+chunk_scores AS (
+    SELECT m.chunk_id, m.document_id,
+           sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
+               * m.tf * (%(k1)s + 1)
+               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.term_count / s.chunk_length))) AS score
+    FROM matches m CROSS JOIN stats s
+    GROUP BY m.chunk_id, m.document_id
+),
+document_terms AS (
+    SELECT document_id, term, max(document_df) AS document_df, sum(tf) AS tf
+    FROM matches
+    GROUP BY document_id, term
+),
+document_scores AS (
+    SELECT t.document_id,
+           sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
+               * t.tf * (%(k1)s + 1)
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.term_count / s.document_length))) AS score
+    FROM document_terms t
+    JOIN pgrecall.documents d ON d.id = t.document_id
+    CROSS JOIN stats s
+    GROUP BY t.document_id
+),
+best_chunks AS (
+    SELECT DISTINCT ON (document_id) document_id, chunk_id
+    FROM chunk_scores
+    ORDER BY document_id, score DESC, chunk_id
 )
-SELECT c.id,
-       sum(ln(1 + (s.n - m.df + 0.5) / (m.df + 0.5))
-           * m.tf * (%(k1)s + 1)
-           / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / s.average_length))) AS score
-FROM matches m
-JOIN pgrecall.chunks c ON c.id = m.chunk_id
-CROSS JOIN stats s
-GROUP BY c.id
-ORDER BY score DESC, c.id
+SELECT b.chunk_id, ds.score
+FROM best_chunks b
+JOIN document_scores ds ON ds.document_id = b.document_id
+ORDER BY ds.score DESC, b.chunk_id
 LIMIT %(limit)s
 
 -- fetch_hits --
