@@ -22,7 +22,6 @@ from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings, load_settings
-from pgrecall.terms import identifier_terms
 
 MODES = ("hybrid", "vector", "keyword")
 FILTER_FIELDS = ("source_root", "root", "path_prefix", "kind", "metadata", "modified_since")
@@ -126,6 +125,10 @@ class Document:
         return dataclasses.asdict(self)
 
 
+def _variant_weight(position: int) -> float:
+    return 1.0 if position == 0 else VARIANT_WEIGHT
+
+
 class Searcher:
     """A pool of read-only connections and the query embedder; safe to share between threads."""
 
@@ -199,21 +202,17 @@ class Searcher:
         lists: list[RankedList] = []
         with self.pool.connection() as conn, conn.transaction():
             session = store.ReadSession(conn, clean_filters, ef_search=max(self.settings.ef_search, limit))
+            # Keyword lists go first: fusion breaks exact ties by first appearance, so
+            # lexical evidence wins them (E-4711 against its near-twin E-4712, which a
+            # dense model cannot tell apart).
             for position, variant in enumerate(variants):
-                variant_weight = 1.0 if position == 0 else VARIANT_WEIGHT
-                if vectors is not None:
-                    ids = session.vector_arm(vectors[position], limit, exact=exact)
-                    lists.append(RankedList("vector", ids, weights["vector"] * variant_weight))
                 if mode in ("hybrid", "keyword"):
                     ids = session.keyword_arm(variant, limit, keyword_depth)
-                    lists.append(RankedList("keyword", ids, weights["keyword"] * variant_weight))
-            identifiers = identifier_terms(query)
-            if identifiers and mode in ("hybrid", "keyword"):
-                # Chunks holding the query's exact identifiers (E-4711, snake_case, v1.2.3)
-                # form one more keyword list: a dense model sees E-4711 and E-4712 as
-                # near-twins, and fusion must not let it outvote an exact match.
-                ids = session.keyword_arm(query, limit, keyword_depth, identifiers=identifiers)
-                lists.append(RankedList("keyword", ids, weights["keyword"]))
+                    lists.append(RankedList("keyword", ids, weights["keyword"] * _variant_weight(position)))
+            for position in range(len(variants)):
+                if vectors is not None:
+                    ids = session.vector_arm(vectors[position], limit, exact=exact)
+                    lists.append(RankedList("vector", ids, weights["vector"] * _variant_weight(position)))
             fused = reciprocal_rank_fusion(lists, k=rrf_k or self.settings.rrf_k, arms=("vector", "keyword"))[:k]
             rows = session.fetch([f.id for f in fused])
         return [

@@ -85,12 +85,11 @@ class ReadSession:
         rows = self.conn.execute(Q[(name, self.filtered)], {**self.params, "embedding": embedding, "limit": limit})
         return [row[0] for row in rows.fetchall()]
 
-    def keyword_arm(self, query: str, limit: int, depth: int, identifiers: list[str] | None = None) -> list[int]:
-        """BM25 over the query's lexemes; with `identifiers`, over those whole identifiers only."""
+    def keyword_arm(self, query: str, limit: int, depth: int) -> list[int]:
         params = {
             **self.params,
-            "query": "" if identifiers is not None else query,
-            "identifiers": identifiers if identifiers is not None else identifier_terms(query),
+            "query": query,
+            "identifiers": identifier_terms(query),
             "config": bm25.TEXT_SEARCH_CONFIG,
             "k1": bm25.K1,
             "b": bm25.B,

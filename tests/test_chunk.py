@@ -76,3 +76,22 @@ def test_markdown_sections_become_heading_paths(count):
     chunks = chunk_sections(doc.sections, count)
     assert [c.heading for c in chunks] == ["# Top", "# Top > ## Sub"]
     assert "# not a heading" in chunks[1].text
+
+
+def test_keyword_text_counts_each_word_once(count):
+    """The overlap is for the model; the keyword index sees every word of the section once."""
+    paragraphs = [f"Paragraph {i} talks about topic {i} in a few words." for i in range(60)]
+    chunks = chunk_sections([Section("# H", "\n\n".join(paragraphs))], count, max_tokens=80, overlap_tokens=20)
+    keyword_texts = [c.keyword_text(with_heading=c.ordinal == 0) for c in chunks]
+    assert keyword_texts[0].startswith("# H\n\nParagraph 0 ")
+    assert all(not text.startswith("# H") for text in keyword_texts[1:])
+    rebuilt = "\n\n".join(text.removeprefix("# H\n\n") for text in keyword_texts)
+    assert rebuilt == "\n\n".join(paragraphs)
+
+
+def test_word_windows_mark_their_overlap(count):
+    words = [f"word{i}" for i in range(400)]
+    chunks = chunk_sections([Section("", " ".join(words))], count, max_tokens=60, overlap_tokens=10)
+    assert len(chunks) > 3
+    fresh_words = " ".join(c.keyword_text(with_heading=False) for c in chunks).split()
+    assert fresh_words == words

@@ -28,6 +28,7 @@ class _Unit:
     text: str
     tokens: int
     joiner: str  # what separates it from the unit before: "\n\n" between blocks, " " within one
+    fresh_from: int = 0  # a word window starts with words of the window before
 
 
 def split_blocks(text: str) -> list[str]:
@@ -63,6 +64,7 @@ def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> 
     """Greedy word windows of at most `budget` tokens, each starting with ~`overlap` tokens of the last."""
     units: list[_Unit] = []
     start = 0
+    carried_until = 0  # words before this index were in the previous window
     while start < len(words):
         end, total = start, 0
         while end < len(words) and (total + counts[end] <= budget or end == start):
@@ -73,10 +75,13 @@ def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> 
             cut = max(1, len(text) * budget // counts[start])
             units.extend(_Unit(text[i : i + cut], budget, " ") for i in range(0, len(text), cut))
             start += 1
+            carried_until = start
             continue
-        units.append(_Unit(" ".join(words[start:end]), total, " "))
+        fresh_from = len(" ".join(words[start:carried_until])) + 1 if carried_until > start else 0
+        units.append(_Unit(" ".join(words[start:end]), total, " ", fresh_from))
         if end >= len(words):
             break
+        carried_until = end
         back, carried = end, 0
         while back > start + 1 and carried + counts[back - 1] <= overlap:
             back -= 1
@@ -139,29 +144,43 @@ def chunk_sections(
                 first, *rest = _split_oversized(block, budget, overlap_tokens, count_tokens)
                 units.append(dataclasses.replace(first, joiner="\n\n"))
                 units.extend(rest)
-        for text, tokens in _pack(units, budget, overlap_tokens):
-            chunks.append(Chunk(ordinal=len(chunks), heading=heading, text=text, token_count=tokens + heading_count))
+        for text, tokens, fresh_from in _pack(units, budget, overlap_tokens):
+            chunks.append(
+                Chunk(
+                    ordinal=len(chunks),
+                    heading=heading,
+                    text=text,
+                    token_count=tokens + heading_count,
+                    fresh_from=fresh_from,
+                )
+            )
     return chunks
 
 
-def _pack(units: list[_Unit], budget: int, overlap: int) -> list[tuple[str, int]]:
-    packed: list[tuple[str, int]] = []
+def _pack(units: list[_Unit], budget: int, overlap: int) -> list[tuple[str, int, int]]:
+    """(text, tokens, fresh_from) per chunk."""
+    packed: list[tuple[str, int, int]] = []
     current: list[_Unit] = []
     total = 0
+    carried = False
     for unit in units:
         if current and total + unit.tokens > budget:
-            packed.append((_join(current), total))
+            packed.append((_join(current), total, _fresh_from(current, carried)))
             last = current[-1]
             # Carry the previous unit over when it is short: a little shared context.
-            if last.tokens <= overlap and last.tokens + unit.tokens <= budget and len(current) > 1:
-                current, total = [last], last.tokens
-            else:
-                current, total = [], 0
+            carried = last.tokens <= overlap and last.tokens + unit.tokens <= budget and len(current) > 1
+            current, total = ([last], last.tokens) if carried else ([], 0)
         current.append(unit)
         total += unit.tokens
     if current:
-        packed.append((_join(current), total))
+        packed.append((_join(current), total, _fresh_from(current, carried)))
     return packed
+
+
+def _fresh_from(units: list[_Unit], carried: bool) -> int:
+    if carried:  # the first unit repeats the previous chunk's last one
+        return len(units[0].text) + len(units[1].joiner) + units[1].fresh_from
+    return units[0].fresh_from
 
 
 def _join(units: list[_Unit]) -> str:

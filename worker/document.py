@@ -30,8 +30,15 @@ class Chunk:
     heading: str
     text: str
     token_count: int
+    fresh_from: int = 0  # text[:fresh_from] repeats the end of the previous chunk (the overlap)
 
     @property
     def embedding_text(self) -> str:
         """What the model and the keyword index see: the heading path gives context."""
         return f"{self.heading}\n\n{self.text}" if self.heading else self.text
+
+    def keyword_text(self, with_heading: bool) -> str:
+        """What the keyword index counts: each word of a document once, so no overlap,
+        and the heading only where `with_heading` (the first chunk of its section)."""
+        fresh = self.text[self.fresh_from :]
+        return f"{self.heading}\n\n{fresh}" if with_heading and self.heading else fresh

@@ -16,8 +16,9 @@ from pathlib import Path
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
-from pgrecall.embedding import Embedder
+from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import UnsupportedFile
+from pgrecall.settings import Settings
 from pgrecall.worker import adapters, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
@@ -52,6 +53,18 @@ def _kind_for(path: str) -> str:
 
 
 class Indexer:
+    @classmethod
+    def for_settings(
+        cls, pool: AsyncConnectionPool, settings: Settings, on_outcome: Callable[[Outcome], None] | None = None
+    ) -> Indexer:
+        """The model (loaded on first use) behind one batcher shared by every job of this process."""
+        embedder = get_embedder(settings.model, settings.embed_batch_size)
+        batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
+        return cls(pool, embedder, batcher, on_outcome=on_outcome)
+
+    async def close(self) -> None:
+        await self.batcher.close()
+
     def __init__(
         self,
         pool: AsyncConnectionPool,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from pathlib import Path
 
 import procrastinate
@@ -30,6 +31,7 @@ class Reconciliation:
     moves: int = 0
     files_hashed: int = 0
     enqueued: int = 0
+    seconds: float = 0.0
 
 
 def plan(
@@ -49,6 +51,7 @@ def _hash_file(path: Path) -> str | None:
 
 
 async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Path) -> Reconciliation:
+    started = time.perf_counter()
     root_text = str(root)
     present = await asyncio.to_thread(scan.stat_files, root)
     async with pool.connection() as conn:
@@ -75,5 +78,6 @@ async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Pat
     report.enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, to_index)
     report.enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, to_remove)
     report.to_index, report.to_remove, report.moves = len(to_index), len(to_remove), len(moves)
+    report.seconds = round(time.perf_counter() - started, 3)
     log.info("root_reconciled", **dataclasses.asdict(report))
     return report

@@ -14,11 +14,9 @@ import procrastinate
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import database
-from pgrecall.embedding import get_embedder
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings
 from pgrecall.worker import scan, store, tasks
-from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.pipeline import Indexer, Outcome
 
 
@@ -71,10 +69,19 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
     targets = resolve_targets(paths)
     summary = IndexSummary()
     app = tasks.build_app(url)
-    embedder = get_embedder(settings.model, settings.embed_batch_size)  # loads on the first embedding
+    bar = None
+
+    def on_outcome(outcome: Outcome) -> None:
+        summary.statuses[outcome.status] += 1
+        summary.chunks += outcome.chunks
+        if outcome.status in ("failed", "skipped"):
+            summary.failures.append(outcome)
+        if bar is not None:
+            bar.advance(outcome)
+
     async with app.open_async():
         pool = await open_pool(url)
-        batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
+        indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
         try:
             async with pool.connection() as conn:
                 for root, files in targets:
@@ -88,32 +95,18 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
                         present = files
                     summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
             waiting = await _waiting_jobs(app)
-
-            def on_outcome(outcome: Outcome) -> None:
-                summary.statuses[outcome.status] += 1
-                summary.chunks += outcome.chunks
-                if outcome.status in ("failed", "skipped"):
-                    summary.failures.append(outcome)
-                if bar is not None:
-                    bar.advance(outcome)
-
-            indexer = Indexer(pool, embedder, batcher, on_outcome=on_outcome)
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:
                 await app.run_worker_async(
-                    queues=[tasks.QUEUE],
-                    concurrency=settings.worker_concurrency,
-                    wait=False,
-                    additional_context={"indexer": indexer},
+                    **tasks.worker_options(settings, indexer, wait=False),
                     install_signal_handlers=True,
                     listen_notify=False,
-                    delete_jobs="successful",
                 )
             summary.seconds = time.perf_counter() - started
-            summary.embed_calls = batcher.calls
-            summary.embed_seconds = batcher.busy_seconds
+            summary.embed_calls = indexer.batcher.calls
+            summary.embed_seconds = indexer.batcher.busy_seconds
         finally:
-            await batcher.close()
+            await indexer.close()
             await pool.close()
     return summary
 

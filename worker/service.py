@@ -13,11 +13,9 @@ import signal
 import procrastinate
 import structlog
 
-from pgrecall.embedding import get_embedder
 from pgrecall.roots import Root
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, store, tasks
-from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.run import open_pool
 from pgrecall.worker.watch import Watcher
@@ -63,23 +61,17 @@ async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], ev
 
 
 async def _worker(app: procrastinate.App, settings: Settings, pool) -> None:
-    embedder = get_embedder(settings.model, settings.embed_batch_size)
-    batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
-    indexer = Indexer(pool, embedder, batcher)
+    indexer = Indexer.for_settings(pool, settings)
     try:
         await app.run_worker_async(
-            queues=[tasks.QUEUE],
-            concurrency=settings.worker_concurrency,
-            wait=True,
-            additional_context={"indexer": indexer},
+            **tasks.worker_options(settings, indexer, wait=True),
             install_signal_handlers=False,
-            delete_jobs="successful",
             update_heartbeat_interval=max(0.5, settings.stalled_seconds / HEARTBEAT_FRACTION),
             stalled_worker_timeout=settings.stalled_seconds,
             fetch_job_polling_interval=2.0,
         )
     finally:
-        await batcher.close()
+        await indexer.close()
 
 
 async def run_service(settings: Settings, url: str, roots: list[Root], *, watch: bool, work: bool) -> None:

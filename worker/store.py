@@ -122,20 +122,12 @@ async def write_document(
         if chunks:
             await conn.execute(Q["create_staging"])
             async with conn.cursor().copy(Q["copy_staging"]) as copy:
-                copy.set_types(["int4", "text", "text", "int4", "vector", "text[]", "bool"])
+                copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]"])
                 previous_heading = None
                 for chunk, vector in zip(chunks, vectors, strict=True):
-                    await copy.write_row(
-                        (
-                            chunk.ordinal,
-                            chunk.heading,
-                            chunk.text,
-                            chunk.token_count,
-                            vector,
-                            identifier_terms(chunk.embedding_text),
-                            chunk.heading != previous_heading,
-                        )
-                    )
+                    keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
+                    row = (chunk.ordinal, chunk.heading, chunk.text, chunk.token_count, vector)
+                    await copy.write_row((*row, keyword_text, identifier_terms(keyword_text)))
                     previous_heading = chunk.heading
             await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG})
             await conn.execute(

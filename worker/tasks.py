@@ -58,6 +58,17 @@ def path_key(root: str, path: str) -> str:
     return f"{root.rstrip('/')}/{path}"
 
 
+def worker_options(settings, indexer: Indexer, *, wait: bool) -> dict:
+    """What every pgrecall worker passes to Procrastinate's run_worker_async."""
+    return {
+        "queues": [QUEUE],
+        "concurrency": settings.worker_concurrency,
+        "wait": wait,
+        "additional_context": {"indexer": indexer},
+        "delete_jobs": "successful",  # failed jobs stay for inspection; done ones would pile up for years
+    }
+
+
 def build_app(conninfo: str, max_connections: int = 4) -> procrastinate.App:
     connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=max_connections)
     app = procrastinate.App(connector=connector)

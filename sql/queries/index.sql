@@ -74,12 +74,12 @@ CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     text text,
     token_count integer,
     embedding vector(384),
-    identifiers text[],
-    index_heading boolean
+    keyword_text text,
+    identifiers text[]
 ) ON COMMIT DELETE ROWS
 
 -- copy_staging --
-COPY staging_chunks (ordinal, heading, text, token_count, embedding, identifiers, index_heading)
+COPY staging_chunks (ordinal, heading, text, token_count, embedding, keyword_text, identifiers)
 FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
@@ -89,10 +89,10 @@ SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l)
 FROM staging_chunks s
 CROSS JOIN LATERAL (
-    -- The heading path counts once per section (in its first chunk), as a
-    -- title counts once in a document; the model still sees it in every chunk.
-    SELECT to_tsvector(%(config)s::regconfig, CASE WHEN s.index_heading THEN s.heading || E'\n\n' ELSE '' END || s.text)
-           || array_to_tsvector(s.identifiers) AS fts
+    -- keyword_text holds each word of a document once: a heading path in the
+    -- first chunk of its section only, nothing of the overlap with the chunk
+    -- before (the model still sees both). Identifiers are kept whole as extra lexemes.
+    SELECT to_tsvector(%(config)s::regconfig, s.keyword_text) || array_to_tsvector(s.identifiers) AS fts
 ) v
 
 -- document_term_count --
