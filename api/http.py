@@ -48,7 +48,7 @@ class SearchRequest(BaseModel):
     k: int = Field(10, ge=1, le=MAX_K)
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     filters: Filters | None = None
-    enrich: bool = True
+    enrich: bool = Field(False, description="also search key-term variants of the query")
 
 
 class HitOut(BaseModel):
@@ -172,7 +172,7 @@ def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, examples=["postgres vacuum settings"])],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
         mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
-        enrich: bool = True,
+        enrich: bool = False,
         path_prefix: str | None = None,
         kind: str | None = None,
         root: str | None = None,

@@ -93,12 +93,12 @@ def main() -> int:
             if len(queries) >= args.queries:
                 break
     searcher = Searcher(url, settings, embedder=embedder, pool_size=1)
-    latencies: dict[str, list[float]] = {"hybrid": [], "hybrid_no_enrich": [], "vector": [], "keyword": []}
+    latencies: dict[str, list[float]] = {"hybrid": [], "hybrid+enrich": [], "vector": [], "keyword": []}
     searcher.search(queries[0], k=10)  # warm the pool and caches
     for query in queries:
         for label, kwargs in (
             ("hybrid", {}),
-            ("hybrid_no_enrich", {"enrich_query": False}),
+            ("hybrid+enrich", {"enrich_query": True}),
             ("vector", {"mode": "vector", "enrich_query": False}),
             ("keyword", {"mode": "keyword", "enrich_query": False}),
         ):

@@ -136,7 +136,7 @@ def main() -> int:
             ("keyword", {"mode": "keyword", "enrich_query": False}),
             ("vector", {"mode": "vector", "enrich_query": False}),
             ("hybrid", {"enrich_query": False}),
-            ("hybrid+enrich", {}),
+            ("hybrid+enrich", {"enrich_query": True}),
         ):
             started = time.perf_counter()
             searcher.search(query, k=10, **kwargs)

@@ -61,7 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10, help="number of hits (default: 10)")
     search.add_argument("--mode", choices=("hybrid", "vector", "keyword"), default="hybrid")
-    search.add_argument("--no-enrich", action="store_true", help="search only the query as typed")
+    enrichment = search.add_mutually_exclusive_group()
+    enrichment.add_argument(
+        "--enrich",
+        dest="enrich",
+        action="store_true",
+        default=False,
+        help="also search key-term variants of the query (WordPiece enrichment)",
+    )
+    enrichment.add_argument(
+        "--no-enrich", dest="enrich", action="store_false", help="search only the query as typed (default)"
+    )
     search.add_argument("--path-prefix", help="only paths starting with this (relative, or absolute)")
     search.add_argument("--kind", help="only documents of this kind (markdown, text, claude_conversation)")
     search.add_argument("--root", help="only documents of this root: its name (from serve/watch) or its absolute path")
@@ -212,7 +222,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     searcher = _searcher(settings, pool_size=1)
     try:
         hits = searcher.search(
-            args.query, k=args.k, filters=_search_filters(args), mode=args.mode, enrich_query=not args.no_enrich
+            args.query, k=args.k, filters=_search_filters(args), mode=args.mode, enrich_query=args.enrich
         )
     finally:
         searcher.close()

@@ -6,6 +6,7 @@ the same way for every caller.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import warnings
@@ -65,8 +66,10 @@ def stop_embedded(settings: Settings) -> bool:
     server = _embedded_server(settings, start=False)
     server._postmaster_info = info  # the package only stops servers it started itself
     server.stop()
-    # Forget the handle, so that a later start in this process starts the server again.
+    # Forget the handle, so that a later start in this process starts the server
+    # again, and its exit hook, which would try to forget it a second time.
     type(server)._instances.pop(server.pgdata, None)
+    atexit.unregister(server._cleanup)
     return True
 
 

@@ -125,3 +125,30 @@ def test_search_side_does_not_import_the_write_path():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+IDENTIFIER_NOTES = {
+    "code/retry.md": "# Retry\n\nThe helper export_ledger_batch retries with backoff; see RetryPolicyFactory.",
+    "code/retry2.md": "# Retry\n\nThe helper export_ledger_rows retries with backoff; see RetryPolicyBuilder.",
+    "ops/config.md": "# Config\n\nSettings live in config.yaml; the service reads /etc/pgrecall/env on start.",
+    "ops/config2.md": "# Config\n\nSettings live in config.toml; the service reads /etc/pgrecall/envs on start.",
+    "releases/a.md": "# Release\n\nVersion v2.3.1 fixed the template rename; decision DEC-0054 moved exports.",
+    "releases/b.md": "# Release\n\nVersion v2.3.2 fixed the template rename; decision DEC-0055 moved exports.",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("export_ledger_batch", "code/retry.md"),
+        ("RetryPolicyFactory", "code/retry.md"),
+        ("config.yaml", "ops/config.md"),
+        ("/etc/pgrecall/env", "ops/config.md"),
+        ("v2.3.1", "releases/a.md"),
+        ("DEC-0054", "releases/a.md"),
+        ("what did decision DEC-0055 change", "releases/b.md"),
+    ],
+)
+def test_identifiers_rank_their_chunk_first_in_hybrid(index, searcher, tmp_path, query, expected):
+    index(write_notes(tmp_path / "ids", IDENTIFIER_NOTES))
+    assert searcher.search(query, k=3)[0].path == expected
