@@ -19,6 +19,7 @@ from typing import Any
 from pgrecall import database
 from pgrecall.api import enrich, store
 from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
+from pgrecall.api.store import Document
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings, load_settings
@@ -106,27 +107,6 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     return ("…" if start else "") + excerpt + "…"
 
 
-@dataclasses.dataclass(frozen=True)
-class Document:
-    id: int
-    source_root: str
-    path: str
-    kind: str
-    title: str | None
-    metadata: dict[str, Any]
-    mtime: datetime.datetime | None
-    indexed_at: datetime.datetime | None
-    error: str | None
-    chunks: list[dict[str, Any]]  # ordinal, heading, text
-
-    @property
-    def text(self) -> str:
-        return "\n\n".join(chunk["text"] for chunk in self.chunks)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 def _variant_weight(position: int) -> float:
     return 1.0 if position == 0 else VARIANT_WEIGHT
 
@@ -149,22 +129,7 @@ class Searcher:
         if isinstance(id_or_path, str) and not id_or_path.strip():
             raise InvalidInput("the document path is empty")
         with self.pool.connection() as conn, conn.transaction():
-            found = store.document(conn, id_or_path)
-        if found is None:
-            return None
-        row, chunks = found
-        return Document(
-            id=row.id,
-            source_root=row.source_root,
-            path=row.path,
-            kind=row.kind,
-            title=row.title,
-            metadata=row.metadata,
-            mtime=row.mtime,
-            indexed_at=row.indexed_at,
-            error=row.error,
-            chunks=[{"ordinal": o, "heading": h, "text": t} for o, h, t in chunks],
-        )
+            return store.document(conn, id_or_path)
 
     def health(self) -> dict[str, Any]:
         with self.pool.connection() as conn, conn.transaction():

@@ -116,7 +116,7 @@ def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
-class DocumentRow:
+class Document:
     id: int
     source_root: str
     path: str
@@ -125,21 +125,30 @@ class DocumentRow:
     metadata: dict[str, Any]
     mtime: datetime.datetime | None
     indexed_at: datetime.datetime | None
-    chunk_count: int
     error: str | None
+    chunks: list[dict[str, Any]]  # ordinal, heading, text
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(chunk["text"] for chunk in self.chunks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
-def document(conn: psycopg.Connection, id_or_path: int | str) -> tuple[DocumentRow, list[tuple[int, str, str]]] | None:
-    """A document and its chunks (ordinal, heading, text), by id or by path."""
+def document(conn: psycopg.Connection, id_or_path: int | str) -> Document | None:
+    """A document and its chunks, by id or by path."""
     if isinstance(id_or_path, int):
-        row = conn.execute(_RAW["document_by_id"], {"id": id_or_path}).fetchone()
+        cursor = conn.execute(_RAW["document_by_id"], {"id": id_or_path})
     else:
-        row = conn.execute(_RAW["document_by_path"], {"path": id_or_path}).fetchone()
+        cursor = conn.execute(_RAW["document_by_path"], {"path": id_or_path})
+    row = cursor.fetchone()
     if row is None:
         return None
-    found = DocumentRow(*row)
-    chunks = conn.execute(_RAW["document_chunks"], {"id": found.id}).fetchall()
-    return found, chunks
+    fields = dict(zip([column.name for column in cursor.description], row, strict=True))
+    del fields["chunk_count"]
+    chunks = conn.execute(_RAW["document_chunks"], {"id": fields["id"]}).fetchall()
+    return Document(**fields, chunks=[{"ordinal": o, "heading": h, "text": t} for o, h, t in chunks])
 
 
 def health(conn: psycopg.Connection) -> dict[str, Any]:

@@ -25,13 +25,10 @@ import httpx
 import psycopg
 from psycopg import sql
 
+from pgrecall.evaluate import percentile
+
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_http_bench"
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 async def load(port: int, queries: list[str], clients: int, requests: int, cap_seconds: float = 120.0) -> dict:

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pgrecall.evaluate import percentile
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 
 
@@ -35,11 +37,6 @@ def write_corpus(corpus: Path, folder: Path, limit: int | None) -> int:
             (folder / f"{entry['_id']}.md").write_text(f"# {title}\n\n{entry['text']}\n", encoding="utf-8")
             count += 1
     return count
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def main() -> int:

@@ -26,6 +26,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from pgrecall.evaluate import percentile
+
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_scale_bench"
 
@@ -36,11 +38,6 @@ def perturb(text: str, rng: random.Random) -> str:
         i = rng.randrange(max(1, len(words) - 1))
         words[i : i + 2] = reversed(words[i : i + 2])
     return " ".join(words)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:

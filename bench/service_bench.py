@@ -27,13 +27,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from pgrecall.evaluate import percentile
+
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_service_bench"
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def main() -> int:
