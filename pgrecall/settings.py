@@ -18,6 +18,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "PGRECALL_MODEL": "local sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)",
     "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 32)",
     "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
+    "PGRECALL_CHUNK_TOKENS": "word pieces per chunk, heading included; capped by the model's limit (default: 128)",
     "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
     "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 100)",
     "PGRECALL_LOG_FORMAT": "console or json (default: console on a terminal, json otherwise)",
@@ -36,6 +37,7 @@ class Settings:
     api_token: str | None = None
     worker_concurrency: int = 32
     embed_batch_size: int = 64
+    chunk_tokens: int = 128
     rrf_k: int = 60
     ef_search: int = 100
     log_format: str | None = None
@@ -75,6 +77,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         api_token=env.get("PGRECALL_API_TOKEN") or None,
         worker_concurrency=_int(env, "PGRECALL_WORKERS", 32),
         embed_batch_size=_int(env, "PGRECALL_EMBED_BATCH", 64),
+        chunk_tokens=_int(env, "PGRECALL_CHUNK_TOKENS", 128, minimum=32),
         rrf_k=_int(env, "PGRECALL_RRF_K", 60),
         ef_search=_int(env, "PGRECALL_EF_SEARCH", 100),
         log_format=log_format,

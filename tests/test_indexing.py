@@ -230,3 +230,31 @@ def test_indexing_a_missing_path_is_a_clear_error(index, tmp_path, missing):
 
     with pytest.raises(InvalidInput, match="no such file or folder"):
         index(tmp_path / missing)
+
+
+def test_chunks_respect_the_configured_size(settings, db_url, tmp_path, embedder):
+    import asyncio
+    import dataclasses
+
+    from pgrecall.worker.run import run_index
+
+    sentence = "Metalloproteinases degrade the extracellular matrix during tissue remodelling. "
+    root = write_notes(tmp_path / "notes", {"long.md": "# Matrix\n\n" + sentence * 40})
+    for chunk_tokens in (128, 64):
+        summary = asyncio.run(run_index(dataclasses.replace(settings, chunk_tokens=chunk_tokens), db_url, [str(root)]))
+        assert summary.statuses == {"indexed": 1}  # a new size re-chunks the unchanged file
+        texts = [t for (t,) in rows(db_url, "SELECT heading || E'\\n\\n' || text FROM pgrecall.chunks")]
+        assert len(texts) > 4
+        assert max(embedder.count_tokens(texts)) <= chunk_tokens - 2  # [CLS] and [SEP] count too
+        assert rows(db_url, "SELECT DISTINCT chunking FROM pgrecall.documents") == [(f"v1/{chunk_tokens}",)]
+        assert_statistics_consistent(db_url)
+    again = asyncio.run(run_index(dataclasses.replace(settings, chunk_tokens=64), db_url, [str(root)]))
+    assert again.statuses == {"unchanged": 1}
+
+
+def test_reconciliation_treats_another_chunking_as_a_change():
+    from pgrecall.worker.reconcile import plan
+
+    present = {"a.md": (10, 1.0), "b.md": (20, 2.0)}
+    indexed = {"a.md": (10, 1.0, "h1", "v1/128"), "b.md": (20, 2.0, "h2", "v1/254"), "c.md": (5, 0.5, "h3", "v1/128")}
+    assert plan(present, indexed, "v1/128") == (["b.md"], ["c.md"])

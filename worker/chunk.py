@@ -18,6 +18,16 @@ from pgrecall.worker.document import Chunk, Section
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
+# Raise when a change to this module changes the chunks of unchanged text: every
+# document chunked another way is then chunked and embedded again.
+CHUNKER_VERSION = 1
+
+
+def chunking_signature(max_tokens: int) -> str:
+    """What a document records about how its chunks were made."""
+    return f"v{CHUNKER_VERSION}/{max_tokens}"
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")

@@ -22,7 +22,7 @@ from pgrecall.settings import Settings
 from pgrecall.worker import adapters, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
-from pgrecall.worker.chunk import chunk_sections
+from pgrecall.worker.chunk import chunk_sections, chunking_signature
 from pgrecall.worker.document import Chunk, ParsedDocument
 from pgrecall.worker.scan import iter_files, mtime_of
 
@@ -60,7 +60,7 @@ class Indexer:
         """The model (loaded on first use) behind one batcher shared by every job of this process."""
         embedder = get_embedder(settings.model, settings.embed_batch_size)
         batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
-        return cls(pool, embedder, batcher, on_outcome=on_outcome)
+        return cls(pool, embedder, batcher, on_outcome=on_outcome, chunk_tokens=settings.chunk_tokens)
 
     async def close(self) -> None:
         await self.batcher.close()
@@ -71,8 +71,11 @@ class Indexer:
         embedder: Embedder,
         batcher: EmbeddingBatcher,
         on_outcome: Callable[[Outcome], None] | None = None,
+        chunk_tokens: int = 128,
     ):
         self.pool = pool
+        self.chunk_tokens = chunk_tokens
+        self.chunking = chunking_signature(chunk_tokens)
         self.embedder = embedder
         self.batcher = batcher
         self.on_outcome = on_outcome
@@ -133,7 +136,7 @@ class Indexer:
         )
         async with self.pool.connection() as conn:
             state = await store.document_state(conn, root, path)
-            if state is not None and state.content_hash == info.content_hash:
+            if state is not None and state.content_hash == info.content_hash and state.chunking == self.chunking:
                 await store.touch(conn, state.id, info)
                 return self._report(Outcome(root, path, "unchanged"), started)
 
@@ -162,15 +165,18 @@ class Indexer:
             # must not make the next run believe the export is indexed.
             unhashed = dataclasses.replace(info, content_hash=None)
             parent_id = await store.record_container(
-                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=unhashed
+                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=unhashed, chunking=self.chunking
             )
             existing = await store.child_hashes(conn, parent_id)
-        changed = [c for c in conversations if existing.get(c.path, (None, None)) != (c.content_hash, None)]
+        current = {c.path: (c.content_hash, None, self.chunking) for c in conversations}
+        changed = [c for c in conversations if existing.get(c.path) != current[c.path]]
         chunk_count = await self._write(root, changed, info, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in conversations})
         async with self.pool.connection() as conn:
             await store.remove_documents(conn, root, vanished)
-            await store.record_container(conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=info)
+            await store.record_container(
+                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=info, chunking=self.chunking
+            )
         return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed)), started)
 
     async def _write(
@@ -191,13 +197,14 @@ class Indexer:
                     chunks=chunks,
                     vectors=vectors[offset : offset + len(chunks)],
                     info=info,
+                    chunking=self.chunking,
                     parent_id=parent_id,
                 )
                 offset += len(chunks)
         return len(texts)
 
     def _chunk_all(self, documents: list[ParsedDocument]) -> list[list[Chunk]]:
-        max_tokens = self.embedder.max_tokens - 2  # [CLS] and [SEP]
+        max_tokens = min(self.chunk_tokens, self.embedder.max_tokens) - 2  # [CLS] and [SEP]
         return [chunk_sections(d.sections, self.embedder.count_tokens, max_tokens=max_tokens) for d in documents]
 
     async def _fail(
@@ -212,5 +219,7 @@ class Indexer:
         status: str = "failed",
     ) -> Outcome:
         async with self.pool.connection() as conn:
-            await store.record_failure(conn, root=root, path=path, kind=kind, stage=stage, error=error, info=info)
+            await store.record_failure(
+                conn, root=root, path=path, kind=kind, stage=stage, error=error, info=info, chunking=self.chunking
+            )
         return self._report(Outcome(root, path, status, error=error), started)

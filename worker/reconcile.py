@@ -35,10 +35,17 @@ class Reconciliation:
 
 
 def plan(
-    present: dict[str, tuple[int, object]], indexed: dict[str, tuple[int | None, object, str | None]]
+    present: dict[str, tuple[int, object]],
+    indexed: dict[str, tuple[int | None, object, str | None, str | None]],
+    chunking: str,
 ) -> tuple[list[str], list[str]]:
-    """(changed or new paths, vanished paths), from sizes and modification times alone."""
-    changed = sorted(path for path, state in present.items() if path not in indexed or indexed[path][:2] != state)
+    """(changed or new paths, vanished paths), from sizes and modification times alone;
+    a file chunked another way than `chunking` counts as changed."""
+    changed = sorted(
+        path
+        for path, state in present.items()
+        if path not in indexed or indexed[path][:2] != state or indexed[path][3] != chunking
+    )
     vanished = sorted(path for path in indexed if path not in present)
     return changed, vanished
 
@@ -50,13 +57,13 @@ def _hash_file(path: Path) -> str | None:
         return None
 
 
-async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Path) -> Reconciliation:
+async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Path, chunking: str) -> Reconciliation:
     started = time.perf_counter()
     root_text = str(root)
     present = await asyncio.to_thread(scan.stat_files, root)
     async with pool.connection() as conn:
         indexed = await store.file_states(conn, root_text)
-    changed, vanished = plan(present, indexed)
+    changed, vanished = plan(present, indexed, chunking)
     report = Reconciliation(root=root_text, files=len(present))
 
     moves: list[tuple[str, str]] = []

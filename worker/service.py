@@ -16,6 +16,7 @@ import structlog
 from pgrecall.roots import Root
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, store, tasks
+from pgrecall.worker.chunk import chunking_signature
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.run import open_pool
 from pgrecall.worker.watch import Watcher
@@ -53,11 +54,12 @@ async def _recover_stalled_jobs(app: procrastinate.App, stalled_seconds: int) ->
         await asyncio.sleep(max(1.0, stalled_seconds / 2))
 
 
-async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], every: int) -> None:
+async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], settings: Settings) -> None:
+    chunking = chunking_signature(settings.chunk_tokens)
     while True:
         for root in roots:
-            await reconcile.reconcile(app, pool, root.path)
-        await asyncio.sleep(every)
+            await reconcile.reconcile(app, pool, root.path, chunking)
+        await asyncio.sleep(settings.reconcile_seconds)
 
 
 async def _worker(app: procrastinate.App, settings: Settings, pool) -> None:
@@ -92,7 +94,7 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
                 watcher = Watcher(app, [root.path for root in roots])
                 started = {
                     "watcher": watcher.run,
-                    "reconcile": lambda: _reconcile_forever(app, pool, roots, settings.reconcile_seconds),
+                    "reconcile": lambda: _reconcile_forever(app, pool, roots, settings),
                 }
             else:
                 started = {}

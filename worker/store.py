@@ -38,6 +38,7 @@ class DocumentState:
     size_bytes: int | None
     mtime: datetime.datetime | None
     error: str | None
+    chunking: str | None
 
 
 async def document_state(conn: psycopg.AsyncConnection, root: str, path: str) -> DocumentState | None:
@@ -46,10 +47,12 @@ async def document_state(conn: psycopg.AsyncConnection, root: str, path: str) ->
     return DocumentState(*row) if row else None
 
 
-async def child_hashes(conn: psycopg.AsyncConnection, parent_id: int) -> dict[str, tuple[str | None, str | None]]:
-    """path -> (content hash, error) of an export's conversations."""
+async def child_hashes(
+    conn: psycopg.AsyncConnection, parent_id: int
+) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """path -> (content hash, error, chunking) of an export's conversations."""
     cursor = await conn.execute(Q["child_documents"], {"parent_id": parent_id})
-    return {path: (content_hash, error) for path, _id, content_hash, error in await cursor.fetchall()}
+    return {path: (digest, error, chunking) for path, _id, digest, error, chunking in await cursor.fetchall()}
 
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
@@ -112,11 +115,12 @@ async def write_document(
     chunks: Sequence[Chunk],
     vectors: np.ndarray,
     info: FileInfo | None,
+    chunking: str,
     parent_id: int | None = None,
 ) -> int:
     """Replace the document's chunks; returns its id. One transaction."""
     async with conn.transaction():
-        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id)
+        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking)
         before = await _statistics_of(conn, [document_id])
         await conn.execute(Q["delete_chunks"], {"document_id": document_id})
         if chunks:
@@ -152,6 +156,7 @@ async def _upsert(
     chunk_count: int,
     info: FileInfo | None,
     parent_id: int | None,
+    chunking: str | None,
 ) -> int:
     params: dict[str, Any] = {
         "root": root,
@@ -164,18 +169,19 @@ async def _upsert(
         "title": document.title,
         "metadata": Jsonb(document.metadata),
         "chunk_count": chunk_count,
+        "chunking": chunking,
     }
     cursor = await conn.execute(Q["upsert_document"], params)
     return (await cursor.fetchone())[0]
 
 
 async def record_container(
-    conn: psycopg.AsyncConnection, *, root: str, path: str, kind: str, title: str, info: FileInfo
+    conn: psycopg.AsyncConnection, *, root: str, path: str, kind: str, title: str, info: FileInfo, chunking: str
 ) -> int:
     """The row of a file that holds other documents (a Claude export)."""
     container = ParsedDocument(path=path, kind=kind, title=title, content_hash=info.content_hash or "", sections=[])
     async with conn.transaction():
-        return await _upsert(conn, root, container, 0, info, None)
+        return await _upsert(conn, root, container, 0, info, None, chunking)
 
 
 async def record_failure(
@@ -187,6 +193,7 @@ async def record_failure(
     stage: str,
     error: str,
     info: FileInfo | None,
+    chunking: str,
 ) -> None:
     params = {
         "root": root,
@@ -198,6 +205,7 @@ async def record_failure(
         "title": path.rsplit("/", 1)[-1],
         "error": error,
         "error_stage": stage,
+        "chunking": chunking,
     }
     async with conn.transaction():
         await conn.execute(Q["record_failure"], params)
@@ -252,10 +260,10 @@ def known_roots(conn: psycopg.Connection) -> list[tuple[str | None, str]]:
 
 async def file_states(
     conn: psycopg.AsyncConnection, root: str
-) -> dict[str, tuple[int | None, datetime.datetime | None, str | None]]:
-    """path -> (size, mtime, content hash) of the root's files as last indexed."""
+) -> dict[str, tuple[int | None, datetime.datetime | None, str | None, str | None]]:
+    """path -> (size, mtime, content hash, chunking) of the root's files as last indexed."""
     cursor = await conn.execute(Q["file_states"], {"root": root})
-    return {path: (size, mtime, digest) for path, size, mtime, digest in await cursor.fetchall()}
+    return {path: (size, mtime, digest, chunking) for path, size, mtime, digest, chunking in await cursor.fetchall()}
 
 
 async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, destination: str) -> int:

@@ -1,22 +1,22 @@
 -- Queries of the write path (pgrecall.worker.store). Values are always parameters.
 
 -- document_state --
-SELECT id, kind, content_hash, size_bytes, mtime, error
+SELECT id, kind, content_hash, size_bytes, mtime, error, chunking
 FROM pgrecall.documents
 WHERE source_root = %(root)s AND path = %(path)s
 
 -- child_documents --
-SELECT path, id, content_hash, error
+SELECT path, id, content_hash, error, chunking
 FROM pgrecall.documents
 WHERE parent_id = %(parent_id)s
 
 -- upsert_document --
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, indexed_at, error, error_stage)
+     chunk_count, chunking, indexed_at, error, error_stage)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
-     %(title)s, %(metadata)s, %(chunk_count)s, now(), NULL, NULL)
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, now(), NULL, NULL)
 ON CONFLICT (source_root, path) DO UPDATE SET
     parent_id = excluded.parent_id,
     kind = excluded.kind,
@@ -26,6 +26,7 @@ ON CONFLICT (source_root, path) DO UPDATE SET
     title = excluded.title,
     metadata = excluded.metadata,
     chunk_count = excluded.chunk_count,
+    chunking = excluded.chunking,
     indexed_at = excluded.indexed_at,
     error = NULL,
     error_stage = NULL
@@ -34,15 +35,16 @@ RETURNING id
 -- record_failure --
 -- Chunks indexed from an earlier, good version stay searchable.
 INSERT INTO pgrecall.documents AS d
-    (source_root, path, kind, content_hash, size_bytes, mtime, title, error, error_stage)
+    (source_root, path, kind, content_hash, size_bytes, mtime, title, chunking, error, error_stage)
 VALUES
     (%(root)s, %(path)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s, %(title)s,
-     %(error)s, %(error_stage)s)
+     %(chunking)s, %(error)s, %(error_stage)s)
 ON CONFLICT (source_root, path) DO UPDATE SET
     kind = CASE WHEN d.chunk_count > 0 THEN d.kind ELSE excluded.kind END,
     content_hash = excluded.content_hash,
     size_bytes = excluded.size_bytes,
     mtime = excluded.mtime,
+    chunking = excluded.chunking,
     error = excluded.error,
     error_stage = excluded.error_stage
 RETURNING id
@@ -160,7 +162,7 @@ GROUP BY d.source_root
 ORDER BY 2
 
 -- file_states --
-SELECT path, size_bytes, mtime, content_hash
+SELECT path, size_bytes, mtime, content_hash, chunking
 FROM pgrecall.documents
 WHERE source_root = %(root)s AND parent_id IS NULL
 
