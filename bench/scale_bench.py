@@ -1,15 +1,16 @@
 """Search latency at 100,000 chunks, built from real text.
 
-    .venv/bin/python bench/scale_bench.py [--copies 9] [--queries 100]
+    .venv/bin/python bench/scale_bench.py [--copies 4] [--queries 100]
 
 Starts from the SciFact index that `pgrecall eval ../shared/data/scifact` built
-(database pgrecall_eval_scifact, about 10,000 chunks), clones it, and adds
+(database pgrecall_eval_scifact, about 23,000 chunks), clones it, and adds
 COPIES perturbed copies of every document through the real write path
 (store.write_document: COPY, postings, BM25 statistics, HNSW): each copy
 drops 15% of the words at random and swaps a few neighbours, and its vectors
 are the original's plus Gaussian noise (sigma 0.02, renormalised), standing in
 for the embedding of a near-duplicate without paying 90,000 model calls. Then
-times keyword, vector and hybrid searches for the SciFact test queries.
+times keyword, vector and hybrid searches for the SciFact test queries, and
+measures the HNSW arm's recall@10 against exact search at that size.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from pgrecall.evaluate import percentile
+from pgrecall.evaluate import ann_recall, percentile
 
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_scale_bench"
@@ -52,7 +53,7 @@ async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
 
         register_vector(conn)
         documents = conn.execute(
-            "SELECT id, source_root, path, kind, title FROM pgrecall.documents WHERE chunk_count > 0 ORDER BY id"
+            "SELECT id, source_root, path, kind, title, chunking FROM pgrecall.documents WHERE chunk_count > 0 ORDER BY id"
         ).fetchall()
         chunks_of: dict[int, list[tuple]] = {}
         for document_id, ordinal, heading, text, tokens, embedding in conn.execute(
@@ -64,7 +65,7 @@ async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
     started = time.perf_counter()
 
     async def write(copy: int, document) -> int:
-        document_id, root, path, kind, title = document
+        document_id, root, path, kind, title, chunking = document
         originals = chunks_of[document_id]
         chunks = [Chunk(o, h, perturb(t, rng), n) for o, h, t, n, _ in originals]
         vectors = np.stack([v for *_, v in originals]) + noise.normal(0, 0.02, (len(originals), 384))
@@ -73,7 +74,9 @@ async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
             path=f"copy{copy}/{path}", kind=kind, title=title or "", content_hash=f"copy{copy}", sections=[]
         )
         async with pool.connection() as conn:
-            await store.write_document(conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None)
+            await store.write_document(
+                conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None, chunking=chunking
+            )
         return len(chunks)
 
     try:
@@ -89,7 +92,7 @@ async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=9)
+    parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--dataset", default="../shared/data/scifact")
     parser.add_argument("--reuse", action="store_true", help="keep an existing scaled database")
@@ -138,9 +141,12 @@ def main() -> int:
             started = time.perf_counter()
             searcher.search(query, k=10, **kwargs)
             latencies[label].append((time.perf_counter() - started) * 1000)
+    recall = ann_recall(searcher, queries)
     searcher.close()
     result = {
         "chunks": total,
+        "ann_recall@10": recall,
+        "ef_search": settings.ef_search,
         "copies_written_chunks": written,
         "write_path_chunks_per_s_without_model": round(written / seconds, 1) if seconds else None,
         "queries": len(queries),
