@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import statistics
@@ -96,6 +97,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--dataset", default="../shared/data/scifact")
     parser.add_argument("--reuse", action="store_true", help="keep an existing scaled database")
+    parser.add_argument("--ef-search", default="40,100,200,400", help="ef_search values to measure HNSW recall at")
     args = parser.parse_args()
 
     from pgrecall import database
@@ -143,10 +145,24 @@ def main() -> int:
             latencies[label].append((time.perf_counter() - started) * 1000)
     recall = ann_recall(searcher, queries)
     searcher.close()
+    sweep = {}
+    for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
+        swept = Searcher(url, dataclasses.replace(settings, ef_search=ef_search), pool_size=1)
+        vector_ms = []
+        for query in queries:
+            started = time.perf_counter()
+            swept.search(query, k=10, mode="vector")
+            vector_ms.append((time.perf_counter() - started) * 1000)
+        sweep[ef_search] = {
+            "ann_recall@10": ann_recall(swept, queries),
+            "vector_k10_p50_ms": round(statistics.median(vector_ms), 1),
+        }
+        swept.close()
     result = {
         "chunks": total,
         "ann_recall@10": recall,
         "ef_search": settings.ef_search,
+        "ef_search_sweep": sweep,
         "copies_written_chunks": written,
         "write_path_chunks_per_s_without_model": round(written / seconds, 1) if seconds else None,
         "queries": len(queries),

@@ -20,7 +20,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
     "PGRECALL_CHUNK_TOKENS": "word pieces per chunk, heading included; capped by the model's limit (default: 128)",
     "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
-    "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 100)",
+    "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 200)",
     "PGRECALL_LOG_FORMAT": "console or json (default: console on a terminal, json otherwise)",
     "PGRECALL_CONFIG": "config file with named roots (default: the user config dir, e.g. ~/.config/pgrecall/config.toml)",
     "PGRECALL_RECONCILE_SECONDS": "how often serve/watch re-checks the folders against the index (default: 600)",
@@ -39,7 +39,7 @@ class Settings:
     embed_batch_size: int = 64
     chunk_tokens: int = 128
     rrf_k: int = 60
-    ef_search: int = 100
+    ef_search: int = 200
     log_format: str | None = None
     config_file: Path | None = None
     reconcile_seconds: int = 600
@@ -79,7 +79,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         embed_batch_size=_int(env, "PGRECALL_EMBED_BATCH", 64),
         chunk_tokens=_int(env, "PGRECALL_CHUNK_TOKENS", 128, minimum=32),
         rrf_k=_int(env, "PGRECALL_RRF_K", 60),
-        ef_search=_int(env, "PGRECALL_EF_SEARCH", 100),
+        ef_search=_int(env, "PGRECALL_EF_SEARCH", 200),
         log_format=log_format,
         config_file=Path(env.get("PGRECALL_CONFIG") or Path(platformdirs.user_config_dir("pgrecall")) / "config.toml"),
         reconcile_seconds=_int(env, "PGRECALL_RECONCILE_SECONDS", 600),
