@@ -3,7 +3,7 @@
     .venv/bin/python bench/http_bench.py [--requests 200]
 
 Serves a clone of the SciFact index that `pgrecall eval ../shared/data/scifact`
-built (about 10,000 chunks) with `pgrecall api` on 127.0.0.1, and sends the
+built (about 23,000 chunks) with `pgrecall api` on 127.0.0.1, and sends the
 SciFact test claims as GET /search?q=...&k=10 from a bounded loop of clients
 (each request count and the whole run are capped; it stops by itself). Then
 starts `pgrecall mcp` and times `search_memory` calls through the SDK's client.
