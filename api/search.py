@@ -29,8 +29,8 @@ FILTER_FIELDS = ("source_root", "root", "path_prefix", "kind", "metadata", "modi
 MAX_QUERY_CHARS = 2000
 MAX_K = 1000
 VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
-# Query enrichment is off by default: on SciFact it raised Recall@10 but lowered
-# hybrid nDCG@10 (0.691 against 0.712, `pgrecall eval`), so it is an option.
+# Query enrichment is off by default: on SciFact it lowered
+# hybrid nDCG@10 (0.705 against 0.723, `pgrecall eval`), so it is an option.
 
 
 @dataclasses.dataclass(frozen=True)
