@@ -69,8 +69,8 @@ def main() -> int:
     query_ids = list(dataset.queries)
     vectors = embedder.embed_batch([dataset.queries[q] for q in query_ids])
     runs: dict[str, dict[str, dict[str, float]]] = {}
-    with psycopg.connect(url) as conn:
-        store._configure_read_only(conn)
+    pool = store.open_pool(url, max_size=1)
+    with pool.connection() as conn:
         for candidates in (100, 300):
             with conn.transaction():
                 session = store.ReadSession(conn, None, ef_search=max(settings.ef_search, candidates))
@@ -83,6 +83,7 @@ def main() -> int:
                     runs.setdefault(f"documents, {candidates} candidates", {})[query_id] = as_run(
                         fuse([documents(keyword), documents(nearest)])
                     )
+    pool.close()
     result = {label: ir_metrics(dataset.qrels, run) for label, run in runs.items()}
     print(json.dumps({"dataset": dataset.name, "rrf_k": settings.rrf_k, "k1": bm25.K1, "b": bm25.B, "fusions": result}))
     return 0

@@ -70,8 +70,9 @@ class Indexer:
         pool: AsyncConnectionPool,
         embedder: Embedder,
         batcher: EmbeddingBatcher,
+        *,
+        chunk_tokens: int,
         on_outcome: Callable[[Outcome], None] | None = None,
-        chunk_tokens: int = 128,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
