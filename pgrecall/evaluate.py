@@ -18,9 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
 from pgrecall import database
 from pgrecall.errors import InvalidInput
 from pgrecall.migrate import migrate
@@ -102,12 +99,7 @@ def eval_database_url(settings: Settings, dataset: Dataset, fresh: bool) -> str:
     """A database of the eval's own on the configured server, never the user's index."""
     url = database.database_url(settings)
     name = f"pgrecall_eval_{_safe_name(dataset.name).lower()}"[:63]
-    with psycopg.connect(url, autocommit=True) as conn:
-        if fresh:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    eval_url = psycopg.conninfo.make_conninfo(url, dbname=name)
+    eval_url = database.ensure_database(url, name, fresh=fresh)
     with database.connect(eval_url) as conn:
         migrate(conn)
     return eval_url
