@@ -1,8 +1,13 @@
-"""Apply sql/migrations/*.sql in order, once each, and Procrastinate's schema.
+"""Apply sql/migrations/*.sql in order, once each, and keep Procrastinate's schema current.
 
 Each applied file is recorded with its checksum; an applied file that was
 edited afterwards stops the migrator instead of leaving the schema in a state
 no file describes.
+
+The queue's schema is Procrastinate's: a new database gets its full schema,
+and each of its migration files (`procrastinate/sql/migrations/`) is recorded
+as applied; after an upgrade of the package, the files that are new are
+applied in order, so the queue's functions always match the code calling them.
 """
 
 from __future__ import annotations
@@ -16,9 +21,17 @@ import structlog
 
 from pgrecall.errors import MigrationError
 
-# Serialises concurrent migrators (several workers starting at once).
+# Serialises concurrent migrators of one database (several workers starting at once).
 _ADVISORY_LOCK_KEY = 0x70677263  # "pgrc"
 PROCRASTINATE_MIGRATION = "procrastinate-schema"
+QUEUE_PREFIX = "procrastinate/"
+# Databases migrated before the queue's files were recorded one by one hold only
+# the PROCRASTINATE_MIGRATION row. Their schema came from a Procrastinate of at
+# least this version, the dependency's floor ever since: its migrations count as applied.
+LEGACY_QUEUE_VERSION = (3, 5, 0)
+# A role is shared by the whole server: two databases migrated at the same
+# moment (the index and an eval) can race to create it. The loser retries.
+_RETRIES_ON_CONCURRENT_ROLE = 3
 
 log = structlog.get_logger(__name__)
 
@@ -45,24 +58,70 @@ def procrastinate_migration() -> Migration:
     return Migration(PROCRASTINATE_MIGRATION, SchemaManager.get_schema())
 
 
-def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None) -> list[str]:
+def queue_migrations() -> list[Migration]:
+    """Procrastinate's migration files, oldest first (named `procrastinate/<file>`)."""
+    folder = resources.files("procrastinate.sql") / "migrations"
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return [Migration(QUEUE_PREFIX + f.name, f.read_text(encoding="utf-8")) for f in files]
+
+
+def queue_migration_version(migration: Migration) -> tuple[int, ...]:
+    """The Procrastinate release that introduced a migration: "03.01.00_01_pre_add_heartbeat.sql" -> (3, 1, 0)."""
+    return tuple(int(part) for part in migration.name.removeprefix(QUEUE_PREFIX)[:8].split("."))
+
+
+def ensure_ledger(conn: psycopg.Connection) -> None:
+    conn.execute("CREATE SCHEMA IF NOT EXISTS pgrecall")
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS pgrecall.schema_migrations (
+               name text PRIMARY KEY,
+               checksum text NOT NULL,
+               applied_at timestamptz NOT NULL DEFAULT now())"""
+    )
+
+
+def record(conn: psycopg.Connection, migration: Migration) -> None:
+    conn.execute(
+        "INSERT INTO pgrecall.schema_migrations (name, checksum) VALUES (%s, %s)",
+        (migration.name, migration.checksum),
+    )
+
+
+def migrate(
+    conn: psycopg.Connection,
+    migrations: list[Migration] | None = None,
+    queue: list[Migration] | None = None,
+) -> list[str]:
     """Apply what is missing; return the names applied. Runs in one transaction."""
+    for attempt in range(1, _RETRIES_ON_CONCURRENT_ROLE + 1):
+        try:
+            applied_now = _migrate_once(conn, migrations, queue)
+        except MigrationError as exc:
+            concurrent_role = isinstance(
+                exc.__cause__, (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject)
+            )
+            if not concurrent_role or attempt == _RETRIES_ON_CONCURRENT_ROLE:
+                raise
+            log.info("migration_retried", reason="role created concurrently", attempt=attempt)
+            continue
+        for name in applied_now:
+            log.info("migration_applied", migration=name)
+        return applied_now
+    raise AssertionError("unreachable")
+
+
+def _migrate_once(
+    conn: psycopg.Connection, migrations: list[Migration] | None, queue: list[Migration] | None
+) -> list[str]:
     migrations = bundled_migrations() if migrations is None else migrations
+    queue = queue_migrations() if queue is None else queue
     applied_now: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
-        conn.execute("CREATE SCHEMA IF NOT EXISTS pgrecall")
-        conn.execute(
-            """CREATE TABLE IF NOT EXISTS pgrecall.schema_migrations (
-                   name text PRIMARY KEY,
-                   checksum text NOT NULL,
-                   applied_at timestamptz NOT NULL DEFAULT now())"""
-        )
+        ensure_ledger(conn)
         applied = dict(conn.execute("SELECT name, checksum FROM pgrecall.schema_migrations").fetchall())
-        # The queue's schema comes first: our migrations may refer to its tables.
-        if PROCRASTINATE_MIGRATION not in applied:
-            _apply_procrastinate(conn)
-            applied_now.append(PROCRASTINATE_MIGRATION)
+        # The queue's schema comes first: our migrations refer to its tables.
+        applied_now += _migrate_queue(conn, applied, queue)
         for migration in migrations:
             recorded = applied.get(migration.name)
             if recorded is not None:
@@ -75,30 +134,42 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                 continue
             _apply(conn, migration)
             applied_now.append(migration.name)
-    for name in applied_now:
-        log.info("migration_applied", migration=name)
     return applied_now
 
 
-def _apply(conn: psycopg.Connection, migration: Migration) -> None:
+def _migrate_queue(conn: psycopg.Connection, applied: dict[str, str], queue: list[Migration]) -> list[str]:
+    recorded = {name for name in applied if name.startswith(QUEUE_PREFIX)}
+    applied_now = []
+    if not recorded:
+        exists = conn.execute("SELECT to_regclass('public.procrastinate_jobs') IS NOT NULL").fetchone()[0]
+        if exists:
+            # Applied by an earlier pgrecall (or by Procrastinate itself on a
+            # shared server): at least the legacy version's schema.
+            baseline = [m for m in queue if queue_migration_version(m) <= LEGACY_QUEUE_VERSION]
+        else:
+            full = procrastinate_migration()
+            _execute(conn, full)
+            if full.name not in applied:
+                record(conn, full)
+            applied_now.append(full.name)
+            baseline = queue
+        for migration in baseline:
+            record(conn, migration)
+        recorded = {m.name for m in baseline}
+    for migration in queue:
+        if migration.name not in recorded:
+            _apply(conn, migration)
+            applied_now.append(migration.name)
+    return applied_now
+
+
+def _execute(conn: psycopg.Connection, migration: Migration) -> None:
     try:
         conn.execute(migration.sql.encode())  # bytes: a script, no parameter parsing
     except psycopg.Error as exc:
         raise MigrationError(f"migration {migration.name} failed: {exc}".splitlines()[0]) from exc
-    conn.execute(
-        "INSERT INTO pgrecall.schema_migrations (name, checksum) VALUES (%s, %s)",
-        (migration.name, migration.checksum),
-    )
 
 
-def _apply_procrastinate(conn: psycopg.Connection) -> None:
-    # Procrastinate's full schema is only for an empty database; one already
-    # holding its tables (a shared server) is left to its own migrations.
-    exists = conn.execute("SELECT to_regclass('public.procrastinate_jobs') IS NOT NULL").fetchone()[0]
-    migration = procrastinate_migration()
-    if not exists:
-        conn.execute(migration.sql.encode())
-    conn.execute(
-        "INSERT INTO pgrecall.schema_migrations (name, checksum) VALUES (%s, %s)",
-        (migration.name, migration.checksum),
-    )
+def _apply(conn: psycopg.Connection, migration: Migration) -> None:
+    _execute(conn, migration)
+    record(conn, migration)

@@ -51,3 +51,123 @@ def test_a_failing_migration_leaves_nothing_behind(empty_db_url):
         with pytest.raises(MigrationError, match="9998_broken.sql failed"):
             migrate(conn, [*bundled_migrations(), broken])
         assert conn.execute("SELECT to_regclass('pgrecall.half')").fetchone()[0] is None
+
+
+def _queue_schema(conn):
+    """Procrastinate's objects as the catalog describes them: tables, indexes, functions, triggers, types."""
+    return {
+        "columns": conn.execute(
+            """SELECT table_name, column_name, data_type, is_nullable, column_default
+               FROM information_schema.columns
+               WHERE table_schema = 'public' AND table_name LIKE 'procrastinate%' ORDER BY 1, 2"""
+        ).fetchall(),
+        "indexes": conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1"
+        ).fetchall(),
+        "functions": conn.execute(
+            """SELECT p.proname, pg_get_function_identity_arguments(p.oid), pg_get_function_result(p.oid)
+               FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE n.nspname = 'public' AND p.proname LIKE 'procrastinate%' ORDER BY 1, 2"""
+        ).fetchall(),
+        "triggers": conn.execute(
+            """SELECT tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t
+               WHERE NOT tgisinternal AND tgname LIKE 'procrastinate%' ORDER BY 1"""
+        ).fetchall(),
+        "enums": conn.execute(
+            """SELECT t.typname, e.enumlabel FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid
+               WHERE t.typname LIKE 'procrastinate%' ORDER BY 1, e.enumsortorder"""
+        ).fetchall(),
+    }
+
+
+@pytest.fixture
+def second_empty_db_url(server_url):
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"pgrecall_empty_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield psycopg.conninfo.make_conninfo(server_url, dbname=name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_an_older_queue_schema_is_upgraded_by_procrastinates_migrations(empty_db_url, second_empty_db_url, tmp_path):
+    """A database left by an older Procrastinate (3.0, before worker heartbeats) gets the newer
+    migrations, ends like a fresh database, and its queue works with the installed Procrastinate."""
+    import asyncio
+
+    from pgrecall.migrate import ensure_ledger, queue_migration_version, queue_migrations, record
+    from pgrecall.worker import tasks
+
+    queue = queue_migrations()
+    older = [m for m in queue if queue_migration_version(m) < (3, 1, 0)]
+    newer = [m.name for m in queue if queue_migration_version(m) >= (3, 1, 0)]
+    assert older and newer
+    with database.connect(empty_db_url) as conn:
+        with conn.transaction():
+            ensure_ledger(conn)
+            for migration in older:  # the queue as Procrastinate 3.0 left it
+                conn.execute(migration.sql.encode())
+                record(conn, migration)
+        assert conn.execute("SELECT to_regclass('public.procrastinate_workers')").fetchone()[0] is None
+        applied = migrate(conn)
+        assert applied == newer + [m.name for m in bundled_migrations()]
+        upgraded = _queue_schema(conn)
+        assert migrate(conn) == []
+    with database.connect(second_empty_db_url) as conn:
+        migrate(conn)
+        assert _queue_schema(conn) == upgraded
+
+    async def run_one_job():
+        app = tasks.build_app(empty_db_url)
+        async with app.open_async():
+            await tasks.enqueue(app, tasks.REMOVE_TASK, str(tmp_path), ["gone.md"])
+            from pgrecall.embedding import get_embedder
+            from pgrecall.settings import load_settings
+            from pgrecall.worker.pipeline import Indexer
+            from pgrecall.worker.run import open_pool
+
+            pool = await open_pool(empty_db_url)
+            settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home")})
+            indexer = Indexer(pool, get_embedder(), None, chunk_tokens=settings.chunk_tokens)
+            try:
+                await app.run_worker_async(
+                    **tasks.worker_options(settings, indexer, wait=False), **tasks.heartbeat_options(settings)
+                )
+            finally:
+                await pool.close()
+
+    asyncio.run(run_one_job())  # heartbeats and all: 3.1's functions are there
+    with database.connect(empty_db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM procrastinate_jobs").fetchone()[0] == 0  # done and deleted
+
+
+def test_a_database_from_before_the_queue_ledger_is_adopted_without_reapplying(empty_db_url):
+    with database.connect(empty_db_url) as conn:
+        migrate(conn)
+        with conn.transaction():  # as pgrecall recorded the queue before it kept its migrations one by one
+            conn.execute("DELETE FROM pgrecall.schema_migrations WHERE name LIKE 'procrastinate/%'")
+        assert migrate(conn) == []
+        recorded = conn.execute("SELECT count(*) FROM pgrecall.schema_migrations WHERE name LIKE 'procrastinate/%'")
+        from pgrecall.migrate import queue_migrations
+
+        assert recorded.fetchone()[0] == len(queue_migrations())
+
+
+def test_concurrent_migrators_apply_everything_once(empty_db_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(_):
+        with database.connect(empty_db_url) as conn:
+            return migrate(conn)
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(run, range(6)))
+    applied = [names for names in results if names]
+    assert len(applied) == 1  # one did the work, the others found it done
+    with database.connect(empty_db_url) as conn:
+        assert migrate(conn) == []
