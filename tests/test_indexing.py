@@ -76,7 +76,8 @@ def test_small_notes_are_embedded_together_not_one_by_one(index, tmp_path):
     notes = {f"n{i:03}.md": f"# Note {i}\n\nA short note number {i} about topic {i % 7}." for i in range(60)}
     summary = index(write_notes(tmp_path / "notes", notes))
     assert summary.statuses["indexed"] == 60
-    assert summary.embed_calls <= 60 / 4, summary.embed_calls
+    # 8 jobs at a time: ideally 8 calls; a loaded machine splits some. One by one would be 60.
+    assert summary.embed_calls <= 60 / 3, summary.embed_calls
 
 
 def test_edited_and_deleted_files_follow_the_folder(index, db_url, tmp_path):

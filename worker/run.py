@@ -5,19 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import procrastinate
+import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import database
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings
-from pgrecall.worker import scan, store, tasks
+from pgrecall.worker import recovery, scan, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
+
+log = structlog.get_logger("pgrecall.index")
+WAIT_POLL_SECONDS = 1.0
 
 
 @dataclasses.dataclass
@@ -30,6 +35,7 @@ class IndexSummary:
     embed_calls: int = 0
     embed_seconds: float = 0.0
     failures: list[Outcome] = dataclasses.field(default_factory=list)
+    unaccounted: list[str] = dataclasses.field(default_factory=list)  # neither indexed nor recorded: a bug
 
     @property
     def chunks_per_second(self) -> float:
@@ -47,7 +53,8 @@ def resolve_targets(paths: list[str]) -> list[tuple[Path, list[str] | None]]:
         if path.is_dir():
             targets.append((path, None))
         else:
-            targets.append((path.parent, [path.name]))
+            name = scan.escape_name(path.name) if scan.is_undecodable(path.name) else path.name
+            targets.append((path.parent, [name]))
     return targets
 
 
@@ -65,7 +72,13 @@ async def open_pool(url: str, max_size: int = 4) -> AsyncConnectionPool:
 
 
 async def run_index(settings: Settings, url: str, paths: list[str], progress=None) -> IndexSummary:
-    """Index `paths` through the queue; `progress` is a callable(total) -> context with .advance(outcome)."""
+    """Index `paths` through the queue; `progress` is a callable(total) -> context with .advance(outcome).
+
+    Returns only when no job of these roots is left: jobs of a worker that died
+    (an earlier run killed mid-way) are first waited for until they count as
+    stalled, then run again. Every file of the run ends indexed or recorded
+    with a reason; any that does not is listed in `unaccounted`.
+    """
     targets = resolve_targets(paths)
     summary = IndexSummary()
     app = tasks.build_app(url)
@@ -83,6 +96,7 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
         pool = await open_pool(url)
         indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
         try:
+            presence: dict[str, list[str]] = {}
             async with pool.connection() as conn:
                 for root, files in targets:
                     root_text = str(root)
@@ -93,22 +107,68 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
                         summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
                     else:
                         present = files
+                    presence.setdefault(root_text, []).extend(present)
                     summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
             waiting = await _waiting_jobs(app)
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:
-                await app.run_worker_async(
-                    **tasks.worker_options(settings, indexer, wait=False),
-                    install_signal_handlers=True,
-                    listen_notify=False,
-                )
+                await _work_until_done(app, pool, settings, indexer, list(presence))
             summary.seconds = time.perf_counter() - started
             summary.embed_calls = indexer.batcher.calls
             summary.embed_seconds = indexer.batcher.busy_seconds
+            async with pool.connection() as conn:
+                for root_text, present in presence.items():
+                    missing = await recovery.unaccounted_files(conn, root_text, present)
+                    summary.unaccounted.extend(f"{root_text}/{path}" for path in missing)
         finally:
             await indexer.close()
             await pool.close()
     return summary
+
+
+async def _work_until_done(app: procrastinate.App, pool, settings: Settings, indexer: Indexer, roots: list[str]):
+    """Run a worker until no job of `roots` is waiting or running anywhere.
+
+    A job still `doing` after our worker ran dry belongs to another worker: a
+    live one (a service) finishes it, a dead one's is retried once its
+    heartbeat is PGRECALL_STALLED_SECONDS old.
+    """
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    worker: asyncio.Task | None = None
+
+    def interrupt() -> None:
+        interrupted.set()
+        if worker is not None:
+            worker.cancel()  # Procrastinate stops gracefully: running jobs get SHUTDOWN_GRACE_SECONDS
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, interrupt)
+    try:
+        while not interrupted.is_set():
+            await recovery.recover_stalled_jobs(app, settings.stalled_seconds)
+            worker = asyncio.create_task(
+                app.run_worker_async(
+                    **tasks.worker_options(settings, indexer, wait=False),
+                    **tasks.heartbeat_options(settings),
+                    install_signal_handlers=False,
+                    listen_notify=False,
+                )
+            )
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            worker = None
+            async with pool.connection() as conn:
+                todo, doing = await recovery.pending_jobs(conn, roots)
+            if todo == 0 and doing == 0:
+                return
+            log.info("waiting_for_jobs", waiting=todo, running_elsewhere=doing)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(interrupted.wait(), timeout=WAIT_POLL_SECONDS)
+        raise KeyboardInterrupt
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
 
 
 async def _waiting_jobs(app: procrastinate.App) -> int:

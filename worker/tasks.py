@@ -7,6 +7,8 @@ the same time, even on different machines.
 
 from __future__ import annotations
 
+import asyncio
+
 import procrastinate
 import psycopg
 
@@ -16,9 +18,15 @@ QUEUE = "pgrecall"
 INDEX_TASK = "pgrecall.index_file"
 REMOVE_TASK = "pgrecall.remove_path"
 MOVE_TASK = "pgrecall.move_path"
+HEARTBEATS_PER_STALLED_INTERVAL = 5
 
-# Transient failures only (a lost connection, a server restarting); a broken
-# file is recorded by the pipeline and never raises.
+# Seconds running jobs get to finish when a worker is asked to stop; the jobs
+# still running then are cancelled and go back to the queue (see RETRY).
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+# Transient failures only (a lost connection, a server restarting) and jobs
+# cancelled by a worker's shutdown; a broken file is recorded by the pipeline
+# and never raises.
 RETRY = procrastinate.RetryStrategy(
     max_attempts=8,
     exponential_wait=2,
@@ -27,6 +35,8 @@ RETRY = procrastinate.RetryStrategy(
         psycopg.errors.SerializationFailure,
         psycopg.errors.DeadlockDetected,
         OSError,
+        procrastinate.exceptions.JobAborted,
+        asyncio.CancelledError,  # type: ignore[arg-type]  # a BaseException; the check is isinstance
     },
 )
 
@@ -66,6 +76,15 @@ def worker_options(settings, indexer: Indexer, *, wait: bool) -> dict:
         "wait": wait,
         "additional_context": {"indexer": indexer},
         "delete_jobs": "successful",  # failed jobs stay for inspection; done ones would pile up for years
+        "shutdown_graceful_timeout": SHUTDOWN_GRACE_SECONDS,
+    }
+
+
+def heartbeat_options(settings) -> dict:
+    """A worker's heartbeat, frequent enough that PGRECALL_STALLED_SECONDS of silence means it is gone."""
+    return {
+        "update_heartbeat_interval": max(0.5, settings.stalled_seconds / HEARTBEATS_PER_STALLED_INTERVAL),
+        "stalled_worker_timeout": settings.stalled_seconds,
     }
 
 
