@@ -18,6 +18,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "PGRECALL_MODEL": "local sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)",
     "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 32)",
     "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
+    "PGRECALL_MAX_FILE_BYTES": "larger files are recorded as skipped without being read (default: 10485760, 10 MiB)",
     "PGRECALL_CHUNK_TOKENS": "word pieces per chunk, heading included; capped by the model's limit (default: 128)",
     "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
     "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 200)",
@@ -26,6 +27,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "PGRECALL_RECONCILE_SECONDS": "how often serve/watch re-checks the folders against the index (default: 600)",
     "PGRECALL_STALLED_SECONDS": "a worker silent this long is presumed dead and its jobs are retried (default: 30)",
 }
+
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Settings:
     config_file: Path | None = None
     reconcile_seconds: int = 600
     stalled_seconds: int = 30
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
     @property
     def embedded(self) -> bool:
@@ -84,4 +89,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         config_file=Path(env.get("PGRECALL_CONFIG") or Path(platformdirs.user_config_dir("pgrecall")) / "config.toml"),
         reconcile_seconds=_int(env, "PGRECALL_RECONCILE_SECONDS", 600),
         stalled_seconds=_int(env, "PGRECALL_STALLED_SECONDS", 30, minimum=2),
+        max_file_bytes=_int(env, "PGRECALL_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES),
     )

@@ -104,3 +104,98 @@ def test_conversation_hash_changes_only_with_that_conversation():
     after = {d.path: d.content_hash for d in claude.parse_export("c.json", json.dumps([one, two]))}
     assert before["c.json#u1"] == after["c.json#u1"]
     assert before["c.json#u2"] != after["c.json#u2"]
+
+
+def test_utf16_with_a_bom_and_utf8_with_a_bom_are_decoded():
+    text = "# Café\n\nNotes in UTF-16."
+    for data in (text.encode("utf-16"), b"\xfe\xff" + text.encode("utf-16-be"), "\ufeff".encode() + text.encode()):
+        (doc,) = adapters.parse("x.md", data)
+        assert doc.title == "Café"
+        assert doc.sections[0].text == "Notes in UTF-16."
+
+
+def test_a_nul_after_the_first_8_kib_is_removed_not_stored():
+    data = b"# Long\n\n" + b"word " * 2000 + b"\x00tail\x00\x00"
+    (doc,) = adapters.parse("x.md", data)
+    assert "\x00" not in doc.sections[0].text
+    assert doc.sections[0].text.endswith("word tail")
+    with pytest.raises(UnsupportedFile, match="binary"):
+        adapters.parse("x.md", b"ok" + b"\x00" + b"x" * 10_000)
+
+
+def _nested_front_matter(depth):
+    return ("---\nkey: " + "[" * depth + "]" * depth + "\n---\nbody\n").encode()
+
+
+def test_deeply_nested_front_matter_is_a_one_line_parse_error():
+    for depth in (5000, 25):
+        with pytest.raises(ParseError, match="nested") as caught:
+            adapters.parse("x.md", _nested_front_matter(depth))
+        assert "\n" not in str(caught.value)
+    (doc,) = adapters.parse("x.md", _nested_front_matter(10))
+    assert doc.metadata["key"] is not None
+
+
+ALIAS_BOMB = """---
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+---
+body
+"""
+
+
+def test_a_yaml_alias_bomb_is_refused_not_expanded():
+    assert len(ALIAS_BOMB) < 400
+    with pytest.raises(ParseError, match="larger than 64 KiB"):
+        adapters.parse("x.md", ALIAS_BOMB.encode())
+    with pytest.raises(ParseError, match="nested deeper"):  # an alias of itself: infinitely deep
+        adapters.parse("x.md", b"---\na: &x [*x]\n---\nbody\n")
+
+
+def test_yaml_nul_escapes_and_non_finite_numbers_become_storable_metadata():
+    (doc,) = adapters.parse("x.md", b'---\ntitle: "a\\0b"\nnote: "\\0"\nratio: .nan\nbig: .inf\n---\nbody\n')
+    assert doc.metadata == {"title": "ab", "note": "", "ratio": "nan", "big": "inf"}
+    assert doc.title == "ab"
+    json.dumps(doc.metadata, allow_nan=False)
+
+
+def test_a_heading_line_of_spaces_does_not_backtrack():
+    import time
+
+    started = time.perf_counter()
+    (doc,) = adapters.parse("x.md", ("# a" + " " * 200_000 + "b\n\ntext").encode())
+    assert time.perf_counter() - started < 2
+    assert doc.title.startswith("a ") and len(doc.title) <= adapters.MAX_TITLE_CHARS
+
+
+def test_claude_export_fields_of_the_wrong_type_are_ignored_not_fatal():
+    export = [
+        _conversation("u1", 5, [_message("human", "Number names are ignored.")]),
+        _conversation("u2", "Texts", [{**_message("human"), "text": 42, "content": [{"type": "text", "text": 7}]}]),
+        _conversation("u3", "Attach", [_message("human", "see file", attachments=["just a string", None, 3])]),
+        _conversation("u4", "Good", [_message("human", "A normal question")]),
+    ]
+    docs = {d.path.split("#")[1]: d for d in adapters.parse("c.json", json.dumps(export).encode())}
+    assert docs["u1"].title == "Untitled conversation"
+    assert docs["u1"].sections[0].text == "Number names are ignored."
+    assert docs["u2"].sections == []
+    assert [s.text for s in docs["u3"].sections] == ["see file"]
+    assert docs["u4"].sections[0].text == "A normal question"
+
+
+def test_claude_export_nul_and_lone_surrogates_are_removed():
+    raw = json.dumps([_conversation("u1", "N\u0000ame", [_message("human", "before\u0000after \ud800 end")])])
+    (doc,) = adapters.parse("c.json", raw.encode())
+    assert doc.title == "Name"
+    assert doc.sections[0].text == "beforeafter \ufffd end"
+    assert "\x00" not in doc.sections[0].heading
+
+
+def test_deeply_nested_json_is_a_parse_error():
+    with pytest.raises(ParseError, match="nested too deeply"):
+        adapters.parse("c.json", b"[" * 100_000 + b"]" * 100_000)

@@ -1,7 +1,7 @@
 import pytest
 
 from pgrecall.worker.adapters import markdown
-from pgrecall.worker.chunk import chunk_sections, split_blocks
+from pgrecall.worker.chunk import CHARS_PER_TOKEN, chunk_sections, split_blocks
 from pgrecall.worker.document import Section
 
 MAX = 254  # the model's 256 word pieces less [CLS] and [SEP]
@@ -95,3 +95,23 @@ def test_word_windows_mark_their_overlap(count):
     assert len(chunks) > 3
     fresh_words = " ".join(c.keyword_text(with_heading=False) for c in chunks).split()
     assert fresh_words == words
+
+
+def test_a_long_line_without_spaces_is_bounded_in_characters(count):
+    """5 MB without a space is one [UNK] word piece: the token bound alone would keep it one chunk."""
+    line = "y" * (5 * 1024 * 1024)
+    chunks = chunk_sections([Section("# " + "h" * 100_000, "before\n\n" + line + "\n\nafter")], count)
+    assert max(len(c.text) for c in chunks) <= CHARS_PER_TOKEN * MAX
+    assert max(len(c.heading) for c in chunks) <= CHARS_PER_TOKEN * 64
+    _assert_within_limit(chunks[:3] + chunks[-3:], count)
+    # Nothing lost, nothing counted twice by the keyword index.
+    assert sum(c.keyword_text(with_heading=False).count("y") for c in chunks) == len(line)
+    assert chunks[0].text == "before" and chunks[-1].text.endswith("after")
+
+
+def test_the_character_bound_changes_no_ordinary_chunk(count):
+    sentence = "Metalloproteinases degrade the extracellular matrix during tissue remodelling. "
+    text = "\n\n".join(sentence * 5 for _ in range(30))
+    bounded = chunk_sections([Section("# Long", text)], count)
+    unbounded = chunk_sections([Section("# Long", text)], count, max_chars=10**9)
+    assert bounded == unbounded

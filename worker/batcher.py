@@ -3,7 +3,10 @@
 Each job (one file) awaits `embed(texts)`; requests that arrive while the model
 is busy, or within a few milliseconds of each other after an idle spell, are
 encoded in one call, so a folder of small notes is not embedded one note at a
-time.
+time. A large request (a big note's thousands of chunks) goes to the model in
+slices of at most `max_texts`, one after the other: requests of other jobs that
+arrive meanwhile join or precede the next slice instead of waiting for the whole
+note, and a job cancelled at shutdown stops after the slice in progress.
 """
 
 from __future__ import annotations
@@ -43,6 +46,15 @@ class EmbeddingBatcher:
             return np.zeros((0, 0), dtype=np.float32)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="embedding-batcher")
+        if len(texts) <= self._max_texts:
+            return await self._request(texts)
+        parts = [
+            await self._request(texts[start : start + self._max_texts])
+            for start in range(0, len(texts), self._max_texts)
+        ]
+        return np.concatenate(parts)
+
+    async def _request(self, texts: Sequence[str]) -> np.ndarray:
         future = asyncio.get_running_loop().create_future()
         await self._queue.put(_Request(texts, future))
         return await future
@@ -66,6 +78,9 @@ class EmbeddingBatcher:
                     break
                 batch.append(request)
                 count += len(request.texts)
+            batch = [request for request in batch if not request.future.done()]  # cancelled while waiting
+            if not batch:
+                continue
             texts = [text for request in batch for text in request.texts]
             started = loop.time()
             try:

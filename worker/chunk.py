@@ -6,6 +6,11 @@ therefore end at heading, paragraph or sentence boundaries and never exceed
 the model's limit with their heading prefix. A fenced code block is kept whole
 unless it alone is too long. Consecutive chunks of a section share a small
 overlap so a sentence cut from its neighbour keeps some context.
+
+Chunks are bounded in characters too (CHARS_PER_TOKEN per word piece of the
+limit): a word longer than 100 characters is one [UNK] piece to the model, so
+a 5 MB line without spaces would otherwise be one "short" chunk of 5 MB. The
+bound is far above what ordinary text reaches, so it changes no ordinary chunk.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ def chunking_signature(max_tokens: int) -> str:
     """What a document records about how its chunks were made."""
     return f"v{CHUNKER_VERSION}/{max_tokens}"
 
+
+# Ordinary text averages 4-6 characters per word piece; only runs the model
+# reads as [UNK] (over 100 characters without a space) come near this.
+CHARS_PER_TOKEN = 16
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -70,28 +79,51 @@ def split_blocks(text: str) -> list[str]:
     return blocks
 
 
-def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> list[_Unit]:
-    """Greedy word windows of at most `budget` tokens, each starting with ~`overlap` tokens of the last."""
+def _cut(text: str, budget: int, max_chars: int, tokens: int, count_tokens: TokenCounter) -> list[_Unit]:
+    """One "word" over the token budget or the character bound, cut by characters."""
+    size = min(max_chars, max(1, len(text) * budget // tokens) if tokens > budget else max_chars)
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
     units: list[_Unit] = []
+    for piece, count in zip(pieces, count_tokens(pieces), strict=True):
+        if count > budget and len(piece) > 1:
+            units.extend(_cut(piece, budget, max(1, len(piece) // 2), count, count_tokens))
+        else:
+            units.append(_Unit(piece, count, " "))
+    return units
+
+
+def _windows(
+    words: list[str], counts: list[int], budget: int, overlap: int, max_chars: int, count_tokens: TokenCounter
+) -> list[_Unit]:
+    """Greedy word windows of at most `budget` tokens and `max_chars` characters,
+    each starting with ~`overlap` tokens of the last."""
+    units: list[_Unit] = []
+    oversized = [count > budget or len(word) > max_chars for word, count in zip(words, counts, strict=True)]
     start = 0
     carried_until = 0  # words before this index were in the previous window
     while start < len(words):
-        end, total = start, 0
-        while end < len(words) and (total + counts[end] <= budget or end == start):
-            total += counts[end]
-            end += 1
-        if counts[start] > budget:  # one "word" longer than the budget: cut it by characters
-            text = words[start]
-            cut = max(1, len(text) * budget // counts[start])
-            units.extend(_Unit(text[i : i + cut], budget, " ") for i in range(0, len(text), cut))
+        if oversized[start]:  # one "word" over a bound: cut it by characters
+            units.extend(_cut(words[start], budget, max_chars, counts[start], count_tokens))
             start += 1
             carried_until = start
             continue
+        end, total, chars = start, 0, -1
+        while (
+            end < len(words)
+            and not oversized[end]
+            and (end == start or (total + counts[end] <= budget and chars + 1 + len(words[end]) <= max_chars))
+        ):
+            total += counts[end]
+            chars += 1 + len(words[end])
+            end += 1
         fresh_from = len(" ".join(words[start:carried_until])) + 1 if carried_until > start else 0
         units.append(_Unit(" ".join(words[start:end]), total, " ", fresh_from))
         if end >= len(words):
             break
         carried_until = end
+        if oversized[end]:  # no overlap into a word that is cut on its own
+            start = end
+            continue
         back, carried = end, 0
         while back > start + 1 and carried + counts[back - 1] <= overlap:
             back -= 1
@@ -100,7 +132,7 @@ def _windows(words: list[str], counts: list[int], budget: int, overlap: int) -> 
     return units
 
 
-def _split_oversized(block: str, budget: int, overlap: int, count_tokens: TokenCounter) -> list[_Unit]:
+def _split_oversized(block: str, budget: int, overlap: int, max_chars: int, count_tokens: TokenCounter) -> list[_Unit]:
     if _FENCE.match(block):
         pieces, joiner = block.split("\n"), "\n"
     else:
@@ -108,11 +140,11 @@ def _split_oversized(block: str, budget: int, overlap: int, count_tokens: TokenC
     counts = count_tokens(pieces)
     units: list[_Unit] = []
     for piece, tokens in zip(pieces, counts, strict=True):
-        if tokens <= budget:
+        if tokens <= budget and len(piece) <= max_chars:
             units.append(_Unit(piece, tokens, joiner))
         else:
             words = piece.split()
-            units.extend(_windows(words, count_tokens(words), budget, overlap))
+            units.extend(_windows(words, count_tokens(words), budget, overlap, max_chars, count_tokens))
     return units
 
 
@@ -136,25 +168,32 @@ def chunk_sections(
     max_tokens: int = 254,
     overlap_tokens: int = 32,
     heading_tokens: int = 64,
+    max_chars: int | None = None,
 ) -> list[Chunk]:
-    """Chunks of at most `max_tokens` word pieces, heading prefix included."""
+    """Chunks of at most `max_tokens` word pieces, heading prefix included, and of
+    at most `max_chars` characters of text (default CHARS_PER_TOKEN * max_tokens)
+    under a heading of at most CHARS_PER_TOKEN * heading_tokens characters."""
+    max_chars = max_chars or CHARS_PER_TOKEN * max_tokens
     chunks: list[Chunk] = []
     for section in sections:
         blocks = split_blocks(section.text)
         if not blocks:
             continue
-        heading_count = count_tokens([section.heading])[0] if section.heading else 0
-        heading, heading_count = _truncate_heading(section.heading, heading_count, heading_tokens, count_tokens)
+        heading = section.heading
+        if len(heading) > CHARS_PER_TOKEN * heading_tokens:
+            heading = heading[: CHARS_PER_TOKEN * heading_tokens]
+        heading_count = count_tokens([heading])[0] if heading else 0
+        heading, heading_count = _truncate_heading(heading, heading_count, heading_tokens, count_tokens)
         budget = max_tokens - heading_count
         units: list[_Unit] = []
         for block, tokens in zip(blocks, count_tokens(blocks), strict=True):
-            if tokens <= budget:
+            if tokens <= budget and len(block) <= max_chars:
                 units.append(_Unit(block, tokens, "\n\n"))
             else:
-                first, *rest = _split_oversized(block, budget, overlap_tokens, count_tokens)
+                first, *rest = _split_oversized(block, budget, overlap_tokens, max_chars, count_tokens)
                 units.append(dataclasses.replace(first, joiner="\n\n"))
                 units.extend(rest)
-        for text, tokens, fresh_from in _pack(units, budget, overlap_tokens):
+        for text, tokens, fresh_from in _pack(units, budget, overlap_tokens, max_chars):
             chunks.append(
                 Chunk(
                     ordinal=len(chunks),
@@ -167,21 +206,29 @@ def chunk_sections(
     return chunks
 
 
-def _pack(units: list[_Unit], budget: int, overlap: int) -> list[tuple[str, int, int]]:
+def _pack(units: list[_Unit], budget: int, overlap: int, max_chars: int) -> list[tuple[str, int, int]]:
     """(text, tokens, fresh_from) per chunk."""
     packed: list[tuple[str, int, int]] = []
     current: list[_Unit] = []
-    total = 0
+    total = chars = 0
     carried = False
     for unit in units:
-        if current and total + unit.tokens > budget:
+        if current and (total + unit.tokens > budget or chars + len(unit.joiner) + len(unit.text) > max_chars):
             packed.append((_join(current), total, _fresh_from(current, carried)))
             last = current[-1]
             # Carry the previous unit over when it is short: a little shared context.
-            carried = last.tokens <= overlap and last.tokens + unit.tokens <= budget and len(current) > 1
-            current, total = ([last], last.tokens) if carried else ([], 0)
+            carried = (
+                last.tokens <= overlap
+                and last.tokens + unit.tokens <= budget
+                and len(last.text) + len(unit.joiner) + len(unit.text) <= max_chars
+                and len(current) > 1
+            )
+            current, total, chars = ([last], last.tokens, len(last.text)) if carried else ([], 0, 0)
+        if not current:
+            chars = -len(unit.joiner)
         current.append(unit)
         total += unit.tokens
+        chars += len(unit.joiner) + len(unit.text)
     if current:
         packed.append((_join(current), total, _fresh_from(current, carried)))
     return packed

@@ -1,25 +1,35 @@
 """One file through the pipeline: read, parse, chunk, embed, store.
 
-Permanent problems (an unsupported or broken file) are recorded on the
-document and end the job normally; database and other transient errors
-propagate so that the queue retries the job.
+Whatever goes wrong with one file (it cannot be read, parsed, chunked,
+embedded or stored) is recorded on that file's document row with the stage,
+and the job ends normally: one bad file never costs another. Only errors of
+the database connection itself (OperationalError and its kin: a lost
+connection, a serialization failure, a deadlock) propagate, so that the queue
+retries the job.
+
+What is decided before reading: a path whose link leads out of the root is
+skipped (and anything indexed for it removed); an unsupported type and a file
+over PGRECALL_MAX_FILE_BYTES are recorded as skipped without being read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import stat as stat_module
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import UnsupportedFile
-from pgrecall.settings import Settings
-from pgrecall.worker import adapters, store
+from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings
+from pgrecall.worker import adapters, scan, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature
@@ -29,6 +39,17 @@ from pgrecall.worker.scan import iter_files, mtime_of
 log = structlog.get_logger("pgrecall.worker")
 
 CLAUDE_EXPORT_KIND = "claude_export"
+SKIPPED_KIND = "unsupported"  # what `status` counts as skipped rather than failed
+
+# The database is away or the transaction lost a race: the job is retried.
+TRANSIENT_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+# OperationalErrors that one file causes every time (a value past a btree's row
+# size, a tsvector too long): recorded on the file like any other failure.
+PERMANENT_DATABASE_ERRORS = (psycopg.errors.ProgramLimitExceeded,)
+# Stages whose failure says nothing final about the content: the file's hash is
+# not recorded, so the next `pgrecall index` tries it again.
+_RETRIED_STAGES = {"embed", "store"}
+MAX_ERROR_CHARS = 300
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +60,15 @@ class Outcome:
     chunks: int = 0
     documents: int = 0
     error: str | None = None
+
+
+@dataclasses.dataclass
+class _Attempt:
+    """Where a job is, for the failure record if something raises."""
+
+    kind: str
+    stage: str = "read"
+    info: store.FileInfo | None = None
 
 
 def _kind_for(path: str) -> str:
@@ -52,6 +82,41 @@ def _kind_for(path: str) -> str:
     return "unsupported"
 
 
+def describe(exc: BaseException) -> str:
+    """One line about an exception, fit for the error column."""
+    if isinstance(exc, RecursionError):
+        text = "nested too deeply"
+    elif isinstance(exc, MemoryError):
+        text = "out of memory"
+    elif isinstance(exc, (ParseError, UnsupportedFile)):
+        text = str(exc)
+    elif isinstance(exc, psycopg.Error) and exc.diag.message_primary:
+        text = f"{type(exc).__name__}: {exc.diag.message_primary}"
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    line = adapters.clean_text(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def _read_regular(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
+    """(stat, content) of a regular file; content None when it is larger than `limit`.
+    Opened without following a link and without blocking (a FIFO swapped in)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    with open(fd, "rb", closefd=True) as file:
+        status = os.fstat(fd)
+        if not stat_module.S_ISREG(status.st_mode):
+            raise FileNotFoundError(path)
+        if status.st_size > limit:
+            return status, None
+        data = file.read(limit + 1)
+    return status, data if len(data) <= limit else None
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"file too large: {size} bytes, over PGRECALL_MAX_FILE_BYTES ({limit})"
+
+
 class Indexer:
     @classmethod
     def for_settings(
@@ -60,7 +125,14 @@ class Indexer:
         """The model (loaded on first use) behind one batcher shared by every job of this process."""
         embedder = get_embedder(settings.model, settings.embed_batch_size)
         batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
-        return cls(pool, embedder, batcher, on_outcome=on_outcome, chunk_tokens=settings.chunk_tokens)
+        return cls(
+            pool,
+            embedder,
+            batcher,
+            on_outcome=on_outcome,
+            chunk_tokens=settings.chunk_tokens,
+            max_file_bytes=settings.max_file_bytes,
+        )
 
     async def close(self) -> None:
         await self.batcher.close()
@@ -72,11 +144,13 @@ class Indexer:
         batcher: EmbeddingBatcher,
         *,
         chunk_tokens: int,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         on_outcome: Callable[[Outcome], None] | None = None,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
         self.chunking = chunking_signature(chunk_tokens)
+        self.max_file_bytes = max_file_bytes
         self.embedder = embedder
         self.batcher = batcher
         self.on_outcome = on_outcome
@@ -108,7 +182,7 @@ class Indexer:
         async with self.pool.connection() as conn:
             moved = await store.rename(conn, root=root, source=source, destination=destination)
         target = Path(root) / destination
-        if target.is_dir():
+        if target.is_dir() and not target.is_symlink():
             for relative in await asyncio.to_thread(lambda: list(iter_files(target))):
                 await self.index_file(root, f"{destination}/{relative}")
         else:
@@ -116,51 +190,100 @@ class Indexer:
         return self._report(Outcome(root, f"{source} -> {destination}", "moved", documents=moved), started)
 
     async def index_file(self, root: str, path: str) -> Outcome:
+        """Index what is at `path` now; never raises for a problem of the file itself."""
         started = time.perf_counter()
-        full_path = Path(root) / path
+        attempt = _Attempt(kind=_kind_for(path))
         try:
-            stat = full_path.stat()
-            if not full_path.is_file():
-                raise FileNotFoundError(path)
-            data = await asyncio.to_thread(full_path.read_bytes)
+            return await self._index_file(root, path, attempt, started)
+        except PERMANENT_DATABASE_ERRORS as exc:
+            return await self._fail_unexpectedly(root, path, attempt, exc, started)
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception as exc:
+            return await self._fail_unexpectedly(root, path, attempt, exc, started)
+
+    async def _fail_unexpectedly(
+        self, root: str, path: str, attempt: _Attempt, exc: Exception, started: float
+    ) -> Outcome:
+        error = describe(exc)
+        log.warning("file_error", root=root, path=path, stage=attempt.stage, error=error, exc_info=exc)
+        info = attempt.info
+        if info is not None and attempt.stage in _RETRIED_STAGES:
+            info = dataclasses.replace(info, content_hash=None)
+        return await self._fail(root, path, attempt.kind, attempt.stage, error, info, started)
+
+    async def _index_file(self, root: str, path: str, attempt: _Attempt, started: float) -> Outcome:
+        entry = await asyncio.to_thread(scan.locate, Path(root), path)
+        if entry is None:
+            return await self.remove_path(root, path)
+        size, mtime = entry.size_and_mtime
+        attempt.info = store.FileInfo(size, mtime, None) if size is not None else None
+        if entry.problem == scan.OUTSIDE_ROOT:
+            return await self._fail(
+                root, path, SKIPPED_KIND, "detect", entry.problem, attempt.info, started, "skipped", forget_indexed=True
+            )
+        if entry.problem is not None:  # a name that is not UTF-8, a link loop, no permission
+            return await self._fail(root, path, attempt.kind, "read", entry.problem, attempt.info, started)
+
+        # Decided before reading: the type and the size.
+        attempt.stage = "detect"
+        if not adapters.is_supported(path):
+            error = adapters.unsupported_reason(path)
+            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
+        if size is not None and size > self.max_file_bytes:
+            error = _too_large(size, self.max_file_bytes)
+            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
+
+        attempt.stage = "read"
+        assert entry.real_path is not None
+        try:
+            status, data = await asyncio.to_thread(_read_regular, entry.real_path, self.max_file_bytes)
         except FileNotFoundError:
             return await self.remove_path(root, path)
         except OSError as exc:
-            return await self._fail(
-                root, path, _kind_for(path), "read", f"cannot read: {exc.strerror or exc}", None, started
-            )
+            error = f"cannot read: {exc.strerror or exc}"
+            return await self._fail(root, path, attempt.kind, "read", error, attempt.info, started)
+        attempt.info = store.FileInfo(status.st_size, mtime_of(status), None)
+        if data is None:  # it grew past the limit since it was looked at
+            error = _too_large(status.st_size, self.max_file_bytes)
+            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
 
-        info = store.FileInfo(
-            size_bytes=stat.st_size,
-            mtime=mtime_of(stat),
-            content_hash=adapters.content_hash(data),
-        )
+        info = attempt.info = dataclasses.replace(attempt.info, content_hash=adapters.content_hash(data))
         async with self.pool.connection() as conn:
             state = await store.document_state(conn, root, path)
             if state is not None and state.content_hash == info.content_hash and state.chunking == self.chunking:
                 await store.touch(conn, state.id, info)
                 return self._report(Outcome(root, path, "unchanged"), started)
 
+        attempt.stage = "parse"
         try:
             documents = await asyncio.to_thread(adapters.parse, path, data)
         except UnsupportedFile as exc:
-            return await self._fail(root, path, "unsupported", "detect", str(exc), info, started, status="skipped")
+            return await self._fail(root, path, SKIPPED_KIND, "detect", str(exc), info, started, "skipped")
         except ParseError as exc:
-            return await self._fail(root, path, _kind_for(path), "parse", str(exc), info, started)
+            return await self._fail(root, path, attempt.kind, "parse", str(exc), info, started)
+        del data
 
         if (
             any(document.path != path for document in documents)
             or not documents
             and _kind_for(path) == CLAUDE_EXPORT_KIND
         ):
-            return await self._index_export(root, path, documents, info, started)
-        chunk_count = await self._write(root, documents, info, parent_id=None)
+            return await self._index_export(root, path, documents, info, attempt, started)
+        chunk_count = await self._write(root, documents, info, None, attempt)
         return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(documents)), started)
 
     async def _index_export(
-        self, root: str, path: str, conversations: list[ParsedDocument], info: store.FileInfo, started: float
+        self,
+        root: str,
+        path: str,
+        conversations: list[ParsedDocument],
+        info: store.FileInfo,
+        attempt: _Attempt,
+        started: float,
     ) -> Outcome:
         title = Path(path).name
+        attempt.stage = "store"
         async with self.pool.connection() as conn:
             # Without its hash first: a crash before the conversations are in
             # must not make the next run believe the export is indexed.
@@ -171,23 +294,32 @@ class Indexer:
             existing = await store.child_hashes(conn, parent_id)
         current = {c.path: (c.content_hash, None, self.chunking) for c in conversations}
         changed = [c for c in conversations if existing.get(c.path) != current[c.path]]
-        chunk_count = await self._write(root, changed, info, parent_id=parent_id)
+        chunk_count = await self._write(root, changed, info, parent_id, attempt)
         vanished = sorted(set(existing) - {c.path for c in conversations})
+        attempt.stage = "store"
         async with self.pool.connection() as conn:
-            await store.remove_documents(conn, root, vanished)
+            await store.remove_children(conn, parent_id, vanished)
             await store.record_container(
                 conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=info, chunking=self.chunking
             )
         return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed)), started)
 
     async def _write(
-        self, root: str, documents: list[ParsedDocument], info: store.FileInfo | None, parent_id: int | None
+        self,
+        root: str,
+        documents: list[ParsedDocument],
+        info: store.FileInfo | None,
+        parent_id: int | None,
+        attempt: _Attempt,
     ) -> int:
         if not documents:
             return 0
+        attempt.stage = "chunk"
         chunked = await asyncio.to_thread(self._chunk_all, documents)
+        attempt.stage = "embed"
         texts = [chunk.embedding_text for chunks in chunked for chunk in chunks]
-        vectors = await self.batcher.embed(texts)
+        vectors = await self.batcher.embed(texts)  # in slices: other jobs' notes go between them
+        attempt.stage = "store"
         offset = 0
         async with self.pool.connection() as conn:
             for document, chunks in zip(documents, chunked, strict=True):
@@ -218,9 +350,19 @@ class Indexer:
         info: store.FileInfo | None,
         started: float,
         status: str = "failed",
+        *,
+        forget_indexed: bool = False,
     ) -> Outcome:
         async with self.pool.connection() as conn:
             await store.record_failure(
-                conn, root=root, path=path, kind=kind, stage=stage, error=error, info=info, chunking=self.chunking
+                conn,
+                root=root,
+                path=path,
+                kind=kind,
+                stage=stage,
+                error=error,
+                info=info,
+                chunking=self.chunking,
+                forget_indexed=forget_indexed,
             )
         return self._report(Outcome(root, path, status, error=error), started)

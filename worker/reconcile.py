@@ -17,6 +17,7 @@ import procrastinate
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
+from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 from pgrecall.worker import adapters, scan, store, tasks
 
 log = structlog.get_logger("pgrecall.reconcile")
@@ -50,17 +51,33 @@ def plan(
     return changed, vanished
 
 
-def _hash_file(path: Path) -> str | None:
+def _hash_file(entry: scan.Entry, max_file_bytes: int) -> str | None:
+    """The content hash of a file its job would read; None for one it would not
+    (a link out of the root, an unsupported type, over the size limit)."""
+    size = entry.stat.st_size if entry.stat is not None else None
+    if entry.problem or entry.real_path is None or not adapters.is_supported(entry.relative):
+        return None
+    if size is None or size > max_file_bytes:
+        return None
     try:
-        return adapters.content_hash(path.read_bytes())
+        with open(entry.real_path, "rb") as file:
+            data = file.read(max_file_bytes + 1)
     except OSError:
         return None
+    return adapters.content_hash(data) if len(data) <= max_file_bytes else None
 
 
-async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Path, chunking: str) -> Reconciliation:
+async def reconcile(
+    app: procrastinate.App,
+    pool: AsyncConnectionPool,
+    root: Path,
+    chunking: str,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> Reconciliation:
     started = time.perf_counter()
     root_text = str(root)
-    present = await asyncio.to_thread(scan.stat_files, root)
+    entries = {entry.relative: entry for entry in await asyncio.to_thread(lambda: list(scan.iter_entries(root)))}
+    present = {path: entry.size_and_mtime for path, entry in entries.items()}
     async with pool.connection() as conn:
         indexed = await store.file_states(conn, root_text)
     changed, vanished = plan(present, indexed, chunking)
@@ -71,7 +88,9 @@ async def reconcile(app: procrastinate.App, pool: AsyncConnectionPool, root: Pat
     vanished_by_hash = {indexed[path][2]: path for path in vanished if indexed[path][2]}
     if vanished_by_hash and new_paths:
         for path in new_paths:
-            digest = await asyncio.to_thread(_hash_file, root / path)
+            digest = await asyncio.to_thread(_hash_file, entries[path], max_file_bytes)
+            if digest is None:
+                continue
             report.files_hashed += 1
             if digest in vanished_by_hash:
                 moves.append((vanished_by_hash.pop(digest), path))

@@ -171,7 +171,7 @@ async def _upsert(
         "chunk_count": chunk_count,
         "chunking": chunking,
     }
-    cursor = await conn.execute(Q["upsert_document"], params)
+    cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]
 
 
@@ -194,7 +194,11 @@ async def record_failure(
     error: str,
     info: FileInfo | None,
     chunking: str,
+    forget_indexed: bool = False,
 ) -> None:
+    """Record why the file at `path` is not indexed. Chunks of an earlier, good
+    version stay searchable, unless `forget_indexed` (a file that must not be
+    in the index at all, such as a link leading out of the root)."""
     params = {
         "root": root,
         "path": path,
@@ -208,25 +212,35 @@ async def record_failure(
         "chunking": chunking,
     }
     async with conn.transaction():
+        if forget_indexed:
+            await remove(conn, root=root, path=path, exact=True)
         await conn.execute(Q["record_failure"], params)
 
 
 async def remove(conn: psycopg.AsyncConnection, *, root: str, path: str, exact: bool = False) -> int:
-    """Remove the document at `path`: a file, a folder's files (unless `exact`) or an export's conversations."""
+    """Remove the file at `path` (with an export's conversations) or, unless `exact`, a folder's files."""
     async with conn.transaction():
         cursor = await conn.execute(Q["documents_at" if exact else "documents_to_remove"], {"root": root, "path": path})
-        ids = [row[0] for row in await cursor.fetchall()]
-        if not ids:
-            return 0
-        before = await _statistics_of(conn, ids)
-        await conn.execute(Q["delete_documents"], {"document_ids": ids})
-        await _move_statistics(conn, before, NO_STATISTICS)
+        return await _delete(conn, [row[0] for row in await cursor.fetchall()])
+
+
+async def remove_children(conn: psycopg.AsyncConnection, parent_id: int, paths: Sequence[str]) -> int:
+    """Remove conversations of one export by path."""
+    if not paths:
+        return 0
+    async with conn.transaction():
+        cursor = await conn.execute(Q["children_at"], {"parent_id": parent_id, "paths": list(paths)})
+        return await _delete(conn, [row[0] for row in await cursor.fetchall()])
+
+
+async def _delete(conn: psycopg.AsyncConnection, ids: list[int]) -> int:
+    """Delete documents (children listed too, for the statistics) inside the caller's transaction."""
+    if not ids:
+        return 0
+    before = await _statistics_of(conn, ids)
+    await conn.execute(Q["delete_documents"], {"document_ids": ids})
+    await _move_statistics(conn, before, NO_STATISTICS)
     return len(ids)
-
-
-async def remove_documents(conn: psycopg.AsyncConnection, root: str, paths: Sequence[str]) -> None:
-    for path in paths:
-        await remove(conn, root=root, path=path)
 
 
 async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
@@ -278,7 +292,12 @@ async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, desti
             return 0
         await remove(conn, root=root, path=destination, exact=True)
         cursor = await conn.execute(Q["rename_documents"], {"root": root, "source": source, "destination": destination})
-        return cursor.rowcount
+        moved = await cursor.fetchall()
+        if not moved:
+            return 0
+        ids, old_paths, new_paths = (list(column) for column in zip(*moved, strict=True))
+        cursor = await conn.execute(Q["rename_children"], {"ids": ids, "old_paths": old_paths, "new_paths": new_paths})
+        return len(moved) + cursor.rowcount
 
 
 async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str) -> None:

@@ -3,7 +3,7 @@
 -- document_state --
 SELECT id, kind, content_hash, size_bytes, mtime, error, chunking
 FROM pgrecall.documents
-WHERE source_root = %(root)s AND path = %(path)s
+WHERE source_root = %(root)s AND path = %(path)s AND parent_id IS NULL
 
 -- child_documents --
 SELECT path, id, content_hash, error, chunking
@@ -11,14 +11,36 @@ FROM pgrecall.documents
 WHERE parent_id = %(parent_id)s
 
 -- upsert_document --
+-- A file of a root (parent_id NULL).
+INSERT INTO pgrecall.documents AS d
+    (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
+     chunk_count, chunking, indexed_at, error, error_stage)
+VALUES
+    (%(root)s, %(path)s, NULL, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, now(), NULL, NULL)
+ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
+    kind = excluded.kind,
+    content_hash = excluded.content_hash,
+    size_bytes = excluded.size_bytes,
+    mtime = excluded.mtime,
+    title = excluded.title,
+    metadata = excluded.metadata,
+    chunk_count = excluded.chunk_count,
+    chunking = excluded.chunking,
+    indexed_at = excluded.indexed_at,
+    error = NULL,
+    error_stage = NULL
+RETURNING id
+
+-- upsert_child --
+-- A conversation of an export: unique by its path within its parent.
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
      chunk_count, chunking, indexed_at, error, error_stage)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
      %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, now(), NULL, NULL)
-ON CONFLICT (source_root, path) DO UPDATE SET
-    parent_id = excluded.parent_id,
+ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
     size_bytes = excluded.size_bytes,
@@ -39,7 +61,7 @@ INSERT INTO pgrecall.documents AS d
 VALUES
     (%(root)s, %(path)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s, %(title)s,
      %(chunking)s, %(error)s, %(error_stage)s)
-ON CONFLICT (source_root, path) DO UPDATE SET
+ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     kind = CASE WHEN d.chunk_count > 0 THEN d.kind ELSE excluded.kind END,
     content_hash = excluded.content_hash,
     size_bytes = excluded.size_bytes,
@@ -134,11 +156,20 @@ SET chunk_count = chunk_count + %(chunks)s,
     document_count = document_count + %(documents)s
 
 -- documents_to_remove --
--- The document at path, its children (conversations of an export) and, for a
--- folder, everything below it.
-SELECT id FROM pgrecall.documents
-WHERE source_root = %(root)s
-  AND (path = %(path)s OR starts_with(path, %(path)s || '/') OR starts_with(path, %(path)s || '#'))
+-- The file at path or, for a folder, every file below it; with their children
+-- (an export's conversations, found by parent, never by a path prefix).
+WITH files AS (
+    SELECT id FROM pgrecall.documents
+    WHERE source_root = %(root)s AND parent_id IS NULL
+      AND (path = %(path)s OR starts_with(path, %(path)s || '/'))
+)
+SELECT id FROM files
+UNION ALL
+SELECT c.id FROM pgrecall.documents c WHERE c.parent_id IN (SELECT id FROM files)
+
+-- children_at --
+-- Conversations of one export, by path.
+SELECT id FROM pgrecall.documents WHERE parent_id = %(parent_id)s AND path = ANY(%(paths)s)
 
 -- delete_documents --
 DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
@@ -167,22 +198,35 @@ FROM pgrecall.documents
 WHERE source_root = %(root)s AND parent_id IS NULL
 
 -- documents_at --
--- The document at exactly this path, with an export's conversations.
-SELECT id FROM pgrecall.documents
-WHERE source_root = %(root)s AND (path = %(path)s OR starts_with(path, %(path)s || '#'))
+-- The file at exactly this path, with an export's conversations.
+WITH files AS (
+    SELECT id FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND path = %(path)s
+)
+SELECT id FROM files
+UNION ALL
+SELECT c.id FROM pgrecall.documents c WHERE c.parent_id IN (SELECT id FROM files)
 
 -- rename_documents --
 -- A moved file or folder keeps its chunks and embeddings: only paths change.
--- A document already at the new path (moved there by an earlier job) is left as it is.
+-- A file already at the new path (moved there by an earlier job) is left as it is.
+-- Returns each moved file's id with its old and new path, for rename_children.
 UPDATE pgrecall.documents AS d
 SET path = %(destination)s || substr(d.path, length(%(source)s) + 1)
-WHERE d.source_root = %(root)s
-  AND (d.path = %(source)s OR starts_with(d.path, %(source)s || '/') OR starts_with(d.path, %(source)s || '#'))
+WHERE d.source_root = %(root)s AND d.parent_id IS NULL
+  AND (d.path = %(source)s OR starts_with(d.path, %(source)s || '/'))
   AND NOT EXISTS (
       SELECT 1 FROM pgrecall.documents o
-      WHERE o.source_root = d.source_root
+      WHERE o.source_root = d.source_root AND o.parent_id IS NULL
         AND o.path = %(destination)s || substr(d.path, length(%(source)s) + 1)
   )
+RETURNING d.id, %(source)s || substr(d.path, length(%(destination)s) + 1), d.path
+
+-- rename_children --
+-- A moved export's conversations: "old.json#uuid" becomes "new.json#uuid".
+UPDATE pgrecall.documents AS c
+SET path = m.new_path || substr(c.path, length(m.old_path) + 1)
+FROM unnest(%(ids)s::bigint[], %(old_paths)s::text[], %(new_paths)s::text[]) AS m(id, old_path, new_path)
+WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 
 -- upsert_root --
 INSERT INTO pgrecall.roots (name, path) VALUES (%(name)s, %(path)s)

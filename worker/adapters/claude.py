@@ -35,34 +35,58 @@ def parse_export(path: str, text: str) -> list[ParsedDocument]:
     return list(documents.values())
 
 
+MAX_UUID_CHARS = 200
+
+
+def _string(value: Any) -> str:
+    """A field that should hold text: anything else (a number, a list, null) counts as absent."""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _message_text(message: dict[str, Any]) -> str:
-    text = message.get("text") or ""
-    if text.strip():
-        return text.strip()
-    blocks = message.get("content") or []
-    parts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+    text = _string(message.get("text"))
+    if text:
+        return text
+    parts = [
+        _string(b.get("text")) for b in _list(message.get("content")) if isinstance(b, dict) and b.get("type") == "text"
+    ]
+    return "\n\n".join(p for p in parts if p)
 
 
 def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocument:
+    """One conversation. Fields of the wrong type (a `name` that is a number, an
+    attachment that is a string) are ignored like missing ones: the rest of the
+    conversation, and of the export, is still worth indexing."""
     uuid = conversation.get("uuid")
-    if not isinstance(uuid, str) or not uuid:
+    if not isinstance(uuid, str) or not uuid.strip():
         raise ValueError("a conversation has no uuid")
-    name = (conversation.get("name") or "").strip() or "Untitled conversation"
+    if len(uuid) > MAX_UUID_CHARS:
+        raise ValueError(f"a conversation's uuid is longer than {MAX_UUID_CHARS} characters")
+    name = _string(conversation.get("name")) or "Untitled conversation"
+    messages = conversation.get("chat_messages")
+    messages = [] if messages is None else messages
+    if not isinstance(messages, list):
+        raise ValueError(f"conversation {uuid}: chat_messages is not a list")
     sections: list[Section] = []
-    for message in conversation.get("chat_messages") or []:
+    for message in messages:
         if not isinstance(message, dict):
             raise ValueError(f"conversation {uuid}: a message is not an object")
-        sender = message.get("sender") or "unknown"
+        sender = _string(message.get("sender")) or "unknown"
         text = _message_text(message)
         if text:
             sections.append(Section(heading=f"{name} > {sender}", text=text))
-        for attachment in message.get("attachments") or []:
-            extracted = (attachment or {}).get("extracted_content") or ""
-            if extracted.strip():
-                file_name = attachment.get("file_name") or "attachment"
-                sections.append(Section(heading=f"{name} > attachment {file_name}", text=extracted.strip()))
-    canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode()
+        for attachment in _list(message.get("attachments")):
+            if not isinstance(attachment, dict):
+                continue
+            extracted = _string(attachment.get("extracted_content"))
+            if extracted:
+                file_name = _string(attachment.get("file_name")) or "attachment"
+                sections.append(Section(heading=f"{name} > attachment {file_name}", text=extracted))
+    canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return ParsedDocument(
         path=f"{path}#{uuid}",
         kind=KIND,
@@ -71,8 +95,8 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
         sections=sections,
         metadata={
             "conversation_uuid": uuid,
-            "created_at": conversation.get("created_at"),
-            "updated_at": conversation.get("updated_at"),
-            "messages": len(conversation.get("chat_messages") or []),
+            "created_at": conversation.get("created_at") if isinstance(conversation.get("created_at"), str) else None,
+            "updated_at": conversation.get("updated_at") if isinstance(conversation.get("updated_at"), str) else None,
+            "messages": len(messages),
         },
     )
