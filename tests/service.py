@@ -105,3 +105,15 @@ def queue_idle(url: str) -> bool:
 
 def in_sync(url: str, root: Path) -> bool:
     return queue_idle(url) and index_state(url, root) == folder_state(root)
+
+
+def texts(url: str, path: str) -> str:
+    """The chunk texts of the document at `path`, joined."""
+    return " ".join(
+        row[0]
+        for row in query(
+            url,
+            "SELECT c.text FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path = %s",
+            (path,),
+        )
+    )

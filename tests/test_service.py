@@ -14,7 +14,17 @@ import pytest
 
 from pgrecall import database
 from tests.notes import write_notes
-from tests.service import Process, folder_state, in_sync, index_state, query, queue_idle, service_env, wait_for
+from tests.service import (
+    Process,
+    folder_state,
+    in_sync,
+    index_state,
+    query,
+    queue_idle,
+    service_env,
+    texts,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,17 +38,6 @@ def chunk_ids(url, path):
             (path,),
         )
     ]
-
-
-def texts(url, path):
-    return " ".join(
-        row[0]
-        for row in query(
-            url,
-            "SELECT c.text FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path = %s",
-            (path,),
-        )
-    )
 
 
 @pytest.fixture

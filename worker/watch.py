@@ -6,13 +6,24 @@ what is there or removes what is gone. That makes editors' save dances (temp
 files, renames, backup copies) harmless: only the final state is read. A burst
 of saves is collapsed twice: here, by waiting for a quiet moment, and in the
 queue, by the queueing lock that allows one waiting job per path.
+
+Each root has its own observer: inotify events where the kernel allows, and
+polling for a root whose watches would exceed the kernel's inotify limits
+(said once, in the log and in `pgrecall status`), so that no change is missed
+silently. The watcher's loop wakes at least every `tick_seconds`, checks that
+its observers are alive, and calls `alive()`: the service's systemd watchdog
+ping, which therefore stops when the watcher is stuck or dead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import datetime
+import errno
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pathspec
@@ -21,10 +32,18 @@ import psycopg
 import structlog
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
 
+from pgrecall import queries
 from pgrecall.worker import scan, tasks
 
 log = structlog.get_logger("pgrecall.watch")
+Q = queries.load("service.sql")
+
+# inotify_add_watch: ENOSPC, fs.inotify.max_user_watches reached;
+# inotify_init: EMFILE, fs.inotify.max_user_instances reached.
+INOTIFY_LIMIT_ERRNOS = frozenset({errno.ENOSPC, errno.EMFILE})
+EVENTS, POLLING = "events", "polling"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +66,10 @@ def changes_for(event: FileSystemEvent, root: Path, spec: pathspec.PathSpec) -> 
     """What an event means for the index. Pure: no I/O."""
     root_text = str(root)
     source = _relative(root, event.src_path)
-    if source in (None, "."):
+    if source == "." or (source is None and event.event_type != "moved"):
         return []
     suffix = "/" if event.is_directory else ""
-    tracked = not scan.is_ignored(source + suffix, spec)
+    tracked = source is not None and not scan.is_ignored(source + suffix, spec)  # None: moved in from outside
     if event.event_type == "moved":
         destination = _relative(root, event.dest_path)
         tracked_destination = destination not in (None, ".") and not scan.is_ignored(destination + suffix, spec)
@@ -73,26 +92,69 @@ def changes_for(event: FileSystemEvent, root: Path, spec: pathspec.PathSpec) -> 
     return [Change("index", root_text, source)]
 
 
+def is_inotify_limit(exc: OSError) -> bool:
+    return exc.errno in INOTIFY_LIMIT_ERRNOS
+
+
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: Watcher, root: Path):
+    def __init__(self, watcher: Watcher, state: RootWatch):
         self.watcher = watcher
-        self.root = root
-        self.spec = scan.load_ignore(root)
+        self.state = state
+        self.spec = scan.load_ignore(state.path)
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        for change in changes_for(event, self.root, self.spec):
+        changes = changes_for(event, self.state.path, self.spec)
+        if changes:
+            self.state.last_event = time.time()  # a float assignment: safe from watchdog's thread
+        for change in changes:
             self.watcher.submit(change)
 
 
+@dataclasses.dataclass
+class RootWatch:
+    """One root's observer and what the watcher knows of it."""
+
+    path: Path
+    mode: str = EVENTS
+    observer: object | None = None
+    last_event: float | None = None  # wall clock of the last change seen (set from watchdog's thread)
+    recorded_mode: str | None = None
+    recorded_event: float | None = None
+    recorded_at: float = 0.0  # monotonic
+
+
 class Watcher:
-    def __init__(self, app: procrastinate.App, roots: list[Path], debounce_seconds: float = 0.5):
+    def __init__(
+        self,
+        app: procrastinate.App,
+        roots: list[Path],
+        debounce_seconds: float = 0.5,
+        *,
+        pool=None,
+        alive: Callable[[], object] | None = None,
+        tick_seconds: float = 5.0,
+        polling_seconds: float = 5.0,
+        record_seconds: float = 5.0,
+        seen_seconds: float = 60.0,
+        observer_factory: Callable[[], object] = Observer,
+        polling_factory: Callable[..., object] = PollingObserver,
+    ):
         self.app = app
         self.roots = [root.resolve() for root in roots]
         self.debounce_seconds = debounce_seconds
+        self.pool = pool  # where the watch state of each root is recorded (pgrecall.roots); None: nowhere
+        self.alive = alive
+        self.tick_seconds = tick_seconds
+        self.polling_seconds = polling_seconds
+        self.record_seconds = record_seconds  # at most one write per root this often, for events
+        self.seen_seconds = seen_seconds  # and one at least this often, to say the watcher runs
+        self.observer_factory = observer_factory
+        self.polling_factory = polling_factory
+        self.states = {root: RootWatch(root) for root in self.roots}
+        self.started = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[tuple[str, str, str], tuple[Change, float]] = {}
         self._wakeup = asyncio.Event()
-        self._observer = None
         self.enqueued = 0
 
     def submit(self, change: Change) -> None:
@@ -114,49 +176,122 @@ class Watcher:
                     return True
         return False
 
+    @property
+    def modes(self) -> dict[str, str]:
+        return {str(path): state.mode for path, state in self.states.items()}
+
+    def _observe(self, state: RootWatch, factory: Callable[[], object]):
+        observer = factory()
+        try:
+            observer.schedule(_Handler(self, state), str(state.path), recursive=True)
+            observer.start()
+        except BaseException:
+            _stop_observer(observer)
+            raise
+        return observer
+
+    def _start_root(self, state: RootWatch) -> None:
+        try:
+            state.observer = self._observe(state, self.observer_factory)
+            state.mode = EVENTS
+        except OSError as exc:
+            if not is_inotify_limit(exc):
+                raise
+            if state.mode != POLLING:  # said once per root, not again at each restart of the watcher
+                log.warning(
+                    "inotify_limit_reached",
+                    root=str(state.path),
+                    error=f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}",
+                    fallback=POLLING,
+                    polling_seconds=self.polling_seconds,
+                    hint="raise fs.inotify.max_user_watches / max_user_instances (sysctl) to watch by events",
+                )
+            state.observer = self._observe(state, lambda: self.polling_factory(timeout=self.polling_seconds))
+            state.mode = POLLING
+
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._observer = Observer()
-        for root in self.roots:
-            self._observer.schedule(_Handler(self, root), str(root), recursive=True)
-        self._observer.start()
-        log.info("watch_started", roots=[str(r) for r in self.roots])
+        try:
+            for state in self.states.values():
+                self._start_root(state)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("watch_started", roots=[str(r) for r in self.roots], modes=self.modes)
 
     def stop(self) -> None:
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-            self._observer = None
+        self.started.clear()
+        for state in self.states.values():
+            if state.observer is not None:
+                _stop_observer(state.observer)
+                state.observer = None
+
+    def check(self) -> None:
+        """Raise if an observer thread died: the supervisor starts the watcher again."""
+        for state in self.states.values():
+            if state.observer is None or not state.observer.is_alive():
+                raise WatcherDied(f"the {state.mode} observer of {state.path} stopped")
 
     async def run(self) -> None:
-        """Enqueue each change once it has been quiet for the debounce interval."""
+        """Enqueue each change once it has been quiet for the debounce interval; wake at least every tick."""
         self.start()
+        self.started.set()
         try:
+            await self._record_state()
             while True:
-                await self._wakeup.wait()
-                self._wakeup.clear()
-                while self._pending:
-                    now = time.monotonic()
-                    due = [key for key, (_, seen) in self._pending.items() if now - seen >= self.debounce_seconds]
-                    for key in due:
-                        change, seen = self._pending.pop(key)
-                        try:
-                            await self._enqueue(change)
-                        except (psycopg.OperationalError, procrastinate.exceptions.ConnectorException) as exc:
-                            # The database is away (restarting): keep the change and try again.
-                            self._pending.setdefault(key, (change, seen))
-                            log.warning(
-                                "enqueue_failed",
-                                path=change.path,
-                                error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                            )
-                            await asyncio.sleep(1.0)
-                            break
-                    if self._pending:
-                        oldest = min(seen for _, seen in self._pending.values())
-                        await asyncio.sleep(max(0.01, self.debounce_seconds - (time.monotonic() - oldest)))
+                self.check()
+                if self.alive is not None:
+                    self.alive()
+                await self._flush_due()
+                await self._record_state()
+                await self._sleep()
         finally:
             self.stop()
+
+    async def _sleep(self) -> None:
+        timeout = self.tick_seconds
+        if self._pending:
+            oldest = min(seen for _, seen in self._pending.values())
+            timeout = min(timeout, max(0.01, self.debounce_seconds - (time.monotonic() - oldest)))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        self._wakeup.clear()
+
+    async def _flush_due(self) -> None:
+        now = time.monotonic()
+        due = [key for key, (_, seen) in self._pending.items() if now - seen >= self.debounce_seconds]
+        for key in due:
+            change, seen = self._pending.pop(key)
+            try:
+                await self._enqueue(change)
+            except (psycopg.OperationalError, procrastinate.exceptions.ConnectorException) as exc:
+                # The database is away (restarting): keep the change and try again.
+                self._pending.setdefault(key, (change, seen))
+                log.warning("enqueue_failed", path=change.path, error=_first_line(exc))
+                await asyncio.sleep(1.0)
+                return
+
+    async def _record_state(self) -> None:
+        """Write each root's watch mode and last change to pgrecall.roots, throttled."""
+        if self.pool is None:
+            return
+        now = time.monotonic()
+        for state in self.states.values():
+            mode_changed = state.mode != state.recorded_mode
+            news = state.last_event != state.recorded_event and now - state.recorded_at >= self.record_seconds
+            if not (mode_changed or news or now - state.recorded_at >= self.seen_seconds):
+                continue
+            last_event = state.last_event
+            params = {"path": str(state.path), "mode": state.mode, "last_event_at": _timestamp(last_event)}
+            try:
+                async with self.pool.connection(timeout=2.0) as conn:
+                    if mode_changed:
+                        await conn.execute(Q["set_watch_mode"], params)
+                    await conn.execute(Q["touch_watcher"], params)
+            except psycopg.Error as exc:  # the database is away: a later tick tries again
+                log.debug("watch_state_not_recorded", root=str(state.path), error=_first_line(exc))
+                return
+            state.recorded_mode, state.recorded_event, state.recorded_at = state.mode, last_event, now
 
     async def _enqueue(self, change: Change) -> None:
         if change.kind == "move":
@@ -172,3 +307,42 @@ class Watcher:
             added = await tasks.enqueue(self.app, tasks.INDEX_TASK, change.root, [change.path])
         self.enqueued += added
         log.debug("change_enqueued", kind=change.kind, root=change.root, path=change.path, jobs=added)
+
+
+class WatcherDied(RuntimeError):
+    """An observer thread of the watcher stopped."""
+
+
+def _timestamp(wall: float | None) -> datetime.datetime | None:
+    return None if wall is None else datetime.datetime.fromtimestamp(wall, datetime.UTC)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _stop_observer(observer) -> None:
+    observer.stop()
+    if observer.is_alive():
+        observer.join(timeout=5)
+
+
+STALE_AFTER_SECONDS = 180.0  # a watcher writes at least every `seen_seconds` (60 s): three missed, it is gone
+
+
+def describe_watch(
+    mode: str | None,
+    seen_at: datetime.datetime | None,
+    last_event_at: datetime.datetime | None,
+    now: datetime.datetime | None = None,
+) -> str:
+    """How `pgrecall status` says a root is watched (pure when `now` is given)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    last = last_event_at.isoformat(sep=" ", timespec="seconds") if last_event_at else "none yet"
+    if mode is None or seen_at is None:
+        return "not watched yet"
+    how = "by events (inotify)" if mode == EVENTS else "by polling (inotify limit reached)"
+    age = (now - seen_at).total_seconds()
+    if age > STALE_AFTER_SECONDS:
+        return f"not watched now (last watched {how} until {seen_at.isoformat(sep=' ', timespec='seconds')}), last change seen {last}"
+    return f"watched {how}, last change seen {last}"

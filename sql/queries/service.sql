@@ -1,0 +1,22 @@
+-- Queries of the long-running service (worker/service.py, worker/watch.py) and of `pgrecall status`.
+
+-- set_watch_mode --
+UPDATE pgrecall.roots
+SET watch_mode = %(mode)s, watch_mode_since = now(), watcher_seen_at = now()
+WHERE path = %(path)s
+
+-- touch_watcher --
+UPDATE pgrecall.roots
+SET watcher_seen_at = now(),
+    last_event_at = GREATEST(last_event_at, %(last_event_at)s::timestamptz)
+WHERE path = %(path)s
+
+-- root_watch_states --
+SELECT path, watch_mode, watch_mode_since, watcher_seen_at, last_event_at
+FROM pgrecall.roots
+
+-- service_status --
+SELECT
+    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'todo')::bigint,
+    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'doing')::bigint,
+    (SELECT max(indexed_at) FROM pgrecall.documents)
