@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import signal
 from typing import Annotated, Any, Literal
 
 import psycopg
@@ -208,7 +209,10 @@ def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
     return app
 
 
-def check_binding(host: str, token: str | None) -> None:
+def check_binding(host: str, token: str | None, port: int | None = None) -> None:
+    """Refuse, before anything starts, a port no socket can bind or an open address without a token."""
+    if port is not None and not 1 <= port <= 65535:
+        raise ConfigurationError(f"--port must be from 1 to 65535, got {port}")
     if not is_loopback(host) and not token:
         raise ConfigurationError(f"listening on {host} needs PGRECALL_API_TOKEN: every request must then carry it")
 
@@ -216,6 +220,17 @@ def check_binding(host: str, token: str | None) -> None:
 def serve(searcher: Searcher, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    check_binding(host, token)
+    check_binding(host, token, port)
     app = create_app(searcher, token if token else None)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again
+    # under the handler it found; this one turns that into a clean exit 0,
+    # which is what a supervisor expects of a requested stop.
+    previous = signal.signal(signal.SIGTERM, _exit_cleanly)
+    try:
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_cleanly(signum, frame) -> None:
+    raise SystemExit(0)

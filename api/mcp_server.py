@@ -2,18 +2,25 @@
 
 Read-only: the tools search and fetch; nothing an assistant calls can change
 the index. Only MCP messages go to stdout; logs go to stderr.
+
+The server answers the handshake at once: the database and the embedding model
+start in the background (pgrecall.api.startup), since clients time out servers
+that are slow to answer. A tool call made before they are ready waits for them;
+one made after a failed start gets the cause as its error, and starts them again.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from pgrecall.api.search import Searcher
-from pgrecall.errors import InvalidInput
+from pgrecall.api.startup import Startup, reason
+from pgrecall.errors import PgRecallError
 
 INSTRUCTIONS = (
     "pgrecall is the user's long-term memory: their notes, documents and past Claude conversations, "
@@ -24,8 +31,12 @@ INSTRUCTIONS = (
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-def create_server(searcher: Searcher) -> MCPServer:
+def create_server(searcher: Searcher | Startup) -> MCPServer:
     server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
+    startup = searcher if isinstance(searcher, Startup) else None
+
+    def ready() -> Searcher:
+        return startup.get() if startup is not None else searcher
 
     @server.tool(annotations=READ_ONLY)
     def search_memory(query: str, k: int = 8, filters: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -45,9 +56,9 @@ def create_server(searcher: Searcher) -> MCPServer:
         if not 1 <= k <= 50:
             raise ToolError("k must be from 1 to 50")
         try:
-            hits = searcher.search(query, k=k, filters=filters)
-        except InvalidInput as exc:  # the assistant gets the reason and can correct its call
-            raise ToolError(str(exc)) from None
+            hits = ready().search(query, k=k, filters=filters)
+        except (PgRecallError, psycopg.OperationalError) as exc:  # the assistant gets the reason
+            raise ToolError(reason(exc)) from None
         return {
             "hits": [
                 {
@@ -72,9 +83,9 @@ def create_server(searcher: Searcher) -> MCPServer:
                 folder, as search_memory shows it, or absolute).
         """
         try:
-            found = searcher.get_document(id_or_path)
-        except InvalidInput as exc:
-            raise ToolError(str(exc)) from None
+            found = ready().get_document(id_or_path)
+        except (PgRecallError, psycopg.OperationalError) as exc:
+            raise ToolError(reason(exc)) from None
         if found is None:
             raise ToolError(f"no document {id_or_path!r}; use a document_id or path from search_memory")
         return {
@@ -94,5 +105,9 @@ def create_server(searcher: Searcher) -> MCPServer:
     return server
 
 
-def serve_stdio(searcher: Searcher) -> None:
-    create_server(searcher).run("stdio")
+def serve_stdio(searcher: Searcher | Startup) -> None:
+    """Serve over stdio until the client closes; a Startup is closed with it."""
+    try:
+        create_server(searcher).run("stdio")
+    finally:
+        searcher.close()

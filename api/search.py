@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import re
 import threading
 from typing import Any
 
 from pgrecall import database
-from pgrecall.api import enrich, store
+from pgrecall.api import enrich, reader, store
 from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
 from pgrecall.api.store import Document
 from pgrecall.embedding import Embedder, get_embedder
@@ -28,6 +29,7 @@ MODES = ("hybrid", "vector", "keyword")
 FILTER_FIELDS = ("source_root", "root", "path_prefix", "kind", "metadata", "modified_since")
 MAX_QUERY_CHARS = 2000
 MAX_K = 1000
+MAX_METADATA_DEPTH = 32
 VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
 # Query enrichment is off by default: on SciFact it lowered
 # hybrid nDCG@10 (0.705 against 0.723, `pgrecall eval`), so it is an option.
@@ -52,12 +54,49 @@ class Hit:
         return dataclasses.asdict(self)
 
 
+def check_text(value: str, field: str) -> str:
+    """Text PostgreSQL can store: no NUL character, nothing UTF-8 cannot encode."""
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain a NUL character (\\u0000)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} is not valid Unicode (an unpaired surrogate)") from None
+    return value
+
+
+def check_json(value: Any, field: str, depth: int = 0, top: str | None = None) -> Any:
+    """A JSON value PostgreSQL's jsonb takes: finite numbers, text without NUL, bounded nesting."""
+    top = top or field
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInput(f"{top} is nested deeper than {MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"{field} must hold finite numbers, not {value!r}")
+        return value
+    if isinstance(value, str):
+        return check_text(value, field)
+    if isinstance(value, list | tuple):
+        return [check_json(item, f"{field}[{at}]", depth + 1, top) for at, item in enumerate(value)]
+    if isinstance(value, dict):
+        clean = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"{field} keys must be strings, got {key!r}")
+            check_text(key, f"{field} key {key!r}")
+            clean[key] = check_json(item, f"{field}.{key}", depth + 1, top)
+        return clean
+    raise InvalidInput(f"{field} must hold JSON values, not {type(value).__name__}")
+
+
 def validate_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
     if not filters:
         return {}
     if not isinstance(filters, dict):
         raise InvalidInput("filters must be a mapping of field to value")
-    unknown = sorted(set(filters) - set(FILTER_FIELDS))
+    unknown = sorted(str(name) for name in set(filters) - set(FILTER_FIELDS))
     if unknown:
         raise InvalidInput(f"unknown filter field {unknown[0]!r}; known: {', '.join(FILTER_FIELDS)}")
     clean: dict[str, Any] = {}
@@ -67,10 +106,13 @@ def validate_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
         if name == "metadata":
             if not isinstance(value, dict):
                 raise InvalidInput("filter metadata must be a mapping of key to value")
+            value = check_json(value, "filter metadata")
         elif name == "modified_since":
             value = _parse_time(value)
         elif not isinstance(value, str) or not value:
             raise InvalidInput(f"filter {name} must be a non-empty string")
+        else:
+            value = check_text(value, f"filter {name}")
         clean[name] = value
     return clean
 
@@ -126,8 +168,10 @@ class Searcher:
         """A document with its chunks, by id or by path (absolute, or relative to its root)."""
         if isinstance(id_or_path, str) and id_or_path.isdigit():
             id_or_path = int(id_or_path)
-        if isinstance(id_or_path, str) and not id_or_path.strip():
-            raise InvalidInput("the document path is empty")
+        if isinstance(id_or_path, str):
+            if not id_or_path.strip():
+                raise InvalidInput("the document path is empty")
+            check_text(id_or_path, "the document path")
         with self.pool.connection() as conn, conn.transaction():
             return store.document(conn, id_or_path)
 
@@ -151,6 +195,7 @@ class Searcher:
         query = (query or "").strip()
         if not query:
             raise InvalidInput("the query is empty")
+        check_text(query, "the query")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInput(f"the query is longer than {MAX_QUERY_CHARS} characters")
         if mode not in MODES:
@@ -203,8 +248,11 @@ class Searcher:
 
 
 def search_url(settings: Settings) -> str:
-    """Where searches read: PGRECALL_SEARCH_DATABASE_URL (a replica), else the index's database."""
-    return settings.search_database_url or database.database_url(settings)
+    """Where searches read: PGRECALL_SEARCH_DATABASE_URL (a replica) as given, else the
+    index's database, logged in as the reader role where it can (pgrecall.api.reader)."""
+    if settings.search_database_url:
+        return settings.search_database_url
+    return reader.search_login(settings, database.database_url(settings))
 
 
 _default: Searcher | None = None

@@ -63,6 +63,47 @@ def test_bad_input_gets_a_4xx_with_one_line(client, request_kwargs, status, reas
     assert reason in error and "\n" not in error
 
 
+def _body(filters_or_query: str) -> dict:
+    return {"content": filters_or_query.encode(), "headers": {"content-type": "application/json"}}
+
+
+# Each used to answer 500 Internal Server Error (PostgreSQL refused the value), but for the
+# nesting bound, which is new.
+@pytest.mark.parametrize(
+    ("method", "request_kwargs", "reason"),
+    [
+        ("post", _body('{"query": "x", "filters": {"metadata": {"a": NaN}}}'), "filter metadata.a must hold finite"),
+        ("post", _body('{"query": "x", "filters": {"metadata": {"a": 1e999}}}'), "filter metadata.a must hold finite"),
+        (
+            "post",
+            _body('{"query": "x", "filters": {"metadata": {"a": "\\u0000"}}}'),
+            "filter metadata.a must not contain a NUL",
+        ),
+        ("post", _body('{"query": "a\\u0000b"}'), "the query must not contain a NUL"),
+        ("post", _body('{"query": "a\\ud800b"}'), "query: Input should be a valid string"),
+        ("post", _body('{"query": "x", "filters": {"path_prefix": "\\u0000"}}'), "filter path_prefix must not"),
+        ("post", _body('{"query": "x", "filters": {"kind": "\\u0000"}}'), "filter kind must not contain a NUL"),
+        ("post", _body('{"query": "x", "filters": {"root": "\\u0000"}}'), "filter root must not contain a NUL"),
+        ("post", _body('{"query": "x", "filters": {"source_root": "/\\u0000"}}'), "filter source_root must not"),
+        (
+            "post",
+            _body('{"query": "x", "filters": {"metadata": ' + '{"a": ' * 40 + "1" + "}" * 42),
+            "filter metadata is nested deeper",
+        ),
+        ("get", {"params": {"q": "a\x00b"}}, "the query must not contain a NUL"),
+        ("get", {"params": {"q": "x", "path_prefix": "\x00"}}, "filter path_prefix must not contain a NUL"),
+        ("get", {"params": {"q": "x", "kind": "\x00"}}, "filter kind must not contain a NUL"),
+        ("get", {"params": {"q": "x", "root": "\x00"}}, "filter root must not contain a NUL"),
+    ],
+)
+def test_values_postgres_cannot_take_get_a_422_naming_the_field(searcher, method, request_kwargs, reason):
+    client = TestClient(create_app(searcher))
+    response = getattr(client, method)("/search", **request_kwargs)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert reason in error and "\n" not in error
+
+
 def test_openapi_schema_has_examples(client):
     schema = client.get("/openapi.json").json()
     assert {"/search", "/documents/{document_id}", "/health"} <= set(schema["paths"])
@@ -94,6 +135,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("port", ["70000", "0", "-1"])
+def test_api_command_refuses_a_port_out_of_range_in_one_line(tmp_path, port):
+    env = dict(os.environ, PGRECALL_HOME=str(tmp_path), PGRECALL_LOG_FORMAT="json")
+    result = subprocess.run(
+        [sys.executable, "-m", "pgrecall.cli", "api", "--port", port],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"pgrecall: error: --port must be from 1 to 65535, got {port}"
 
 
 def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(db_url, tmp_path):

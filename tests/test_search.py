@@ -1,13 +1,16 @@
 """The read side against a real index."""
 
 import datetime
+import os
 import subprocess
 import sys
+import time
 
 import psycopg
 import pytest
 
-from pgrecall.errors import InvalidInput
+from pgrecall.api.search import Searcher
+from pgrecall.errors import DatabaseUnavailable, InvalidInput
 from tests.notes import ERROR_CODE_NOTES, write_notes
 
 
@@ -104,6 +107,75 @@ def test_filters_on_kind_metadata_root_and_time(index, searcher, tmp_path):
 def test_bad_input_is_refused_with_a_reason(indexed, searcher, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         searcher.search(**kwargs)
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+# Each of these reached PostgreSQL (or the JSON encoder) and failed there: a DataError,
+# an UntranslatableCharacter, a UnicodeEncodeError, a TypeError; the HTTP API answered 500.
+# (Nesting is bounded so that a filter stays a filter, and the message stays one short line.)
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "a\x00b"}, "the query must not contain a NUL character"),
+        ({"query": "a\ud800b"}, "the query is not valid Unicode"),
+        ({"query": "ok", "filters": {"path_prefix": "notes/\x00"}}, "filter path_prefix must not contain a NUL"),
+        ({"query": "ok", "filters": {"kind": "\x00"}}, "filter kind must not contain a NUL"),
+        ({"query": "ok", "filters": {"root": "no\x00tes"}}, "filter root must not contain a NUL"),
+        ({"query": "ok", "filters": {"source_root": "/n\x00"}}, "filter source_root must not contain a NUL"),
+        ({"query": "ok", "filters": {"metadata": {"a": float("nan")}}}, "filter metadata.a must hold finite numbers"),
+        ({"query": "ok", "filters": {"metadata": {"a": [float("inf")]}}}, r"filter metadata.a\[0\] must hold finite"),
+        ({"query": "ok", "filters": {"metadata": {"a": "x\x00"}}}, "filter metadata.a must not contain a NUL"),
+        ({"query": "ok", "filters": {"metadata": {"a\x00": "x"}}}, "filter metadata key .* must not contain a NUL"),
+        ({"query": "ok", "filters": {"metadata": {"a": {1, 2}}}}, "filter metadata.a must hold JSON values, not set"),
+        ({"query": "ok", "filters": {"metadata": _nested(40)}}, "^filter metadata is nested deeper than 32 levels$"),
+    ],
+)
+def test_input_postgres_cannot_take_is_refused_naming_the_field(searcher, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        searcher.search(**kwargs)
+
+
+def test_document_path_with_nul_is_refused(searcher):
+    with pytest.raises(InvalidInput, match="the document path must not contain a NUL"):
+        searcher.get_document("notes/\x00.md")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("garbage", 'invalid connection string for the search database: missing "=" after "garbage"'),
+        ("postgresql://localhost:notaport/x", "cannot connect to the search database: failed to resolve host"),
+        ("host=/nonexistent/socket/dir dbname=pgrecall", "cannot connect to the search database: connection"),
+        ("host=127.0.0.1 port=1 dbname=pgrecall", "cannot connect to the search database: connection"),
+    ],
+)
+def test_a_bad_search_url_fails_at_once_with_its_cause(settings, url, message):
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailable, match=message) as raised:
+        Searcher(url, settings)
+    assert time.monotonic() - started < 5
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("command", [["search", "x"], ["api", "--port", "8799"]])
+def test_a_bad_search_url_ends_the_command_with_one_line(tmp_path, command):
+    env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_SEARCH_DATABASE_URL="garbage")
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pgrecall.cli", *command], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert time.monotonic() - started < 15  # the pool used to wait 30 s, then say "pool initialization incomplete"
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        'pgrecall: error: invalid connection string for the search database: missing "=" after "garbage" '
+        "in connection info string"
+    )
 
 
 def test_search_connections_are_read_only(indexed, searcher):

@@ -147,3 +147,22 @@ SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s OR
 -- health --
 SELECT (SELECT max(indexed_at) FROM pgrecall.documents), pgrecall.queue_depth(),
        (SELECT count(*) FROM pgrecall.documents WHERE kind NOT IN ('claude_export', 'unsupported'))
+
+-- reader_can_log_in --
+-- pgrecall.api.reader: may the search side log in as the reader role (0008)?
+SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_reader'
+
+-- reader_password --
+SELECT password FROM pgrecall.reader_login
+
+-- lock_reader_password --
+-- One process at a time sets the password; the others then read what it set.
+SELECT pg_advisory_xact_lock(hashtext('pgrecall_reader_password'))
+
+-- set_reader_password --
+-- {verifier} is a psycopg.sql.Literal: ALTER ROLE takes no parameters.
+ALTER ROLE pgrecall_reader PASSWORD {verifier}
+
+-- save_reader_password --
+INSERT INTO pgrecall.reader_login (id, password) VALUES (true, %(password)s)
+ON CONFLICT (id) DO UPDATE SET password = EXCLUDED.password, set_at = now()
