@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; others need PGRECALL_API_TOKEN)"
     )
-    api.add_argument("--port", type=int, default=8765)
+    api.add_argument("--port", type=int, default=8765, help="TCP port, 1-65535 (default: 8765)")
     commands.add_parser(
         "mcp",
         help="serve search to AI assistants: a Model Context Protocol server over stdio",
@@ -179,10 +179,13 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
         "seconds": round(summary.seconds, 2),
         "chunks_per_second": round(summary.chunks_per_second, 1),
         "embedding_calls": summary.embed_calls,
+        "unaccounted": summary.unaccounted,
     }
+    # A file neither indexed nor recorded with a reason must never pass for success.
+    exit_code = 1 if summary.unaccounted else 0
     if args.json:
         print(json.dumps(result))
-        return 0
+        return exit_code
     print(
         f"{result['indexed']} indexed, {result['unchanged']} unchanged, {result['removed']} removed, "
         f"{result['skipped']} skipped, {result['failed']} failed; {result['chunks']} chunks in "
@@ -192,7 +195,12 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  {outcome.status}: {outcome.path}: {outcome.error}")
     if len(summary.failures) > 20:
         print(f"  … and {len(summary.failures) - 20} more: pgrecall failures")
-    return 0
+    if summary.unaccounted:
+        shown = ", ".join(summary.unaccounted[:5])
+        print(
+            f"pgrecall: error: {len(summary.unaccounted)} files neither indexed nor recorded: {shown}", file=sys.stderr
+        )
+    return exit_code
 
 
 def _search_filters(args: argparse.Namespace) -> dict:
@@ -277,16 +285,18 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _searcher(settings: Settings, pool_size: int):
+    from pgrecall.api import reader
     from pgrecall.api.search import Searcher
 
-    url = settings.search_database_url or _url(settings)
+    # Searches log in as the reader role, which cannot write (pgrecall.api.reader).
+    url = settings.search_database_url or reader.search_login(settings, _url(settings))
     return Searcher(url, settings, pool_size=pool_size)
 
 
 def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api import http
 
-    http.check_binding(args.host, settings.api_token)
+    http.check_binding(args.host, settings.api_token, args.port)
     searcher = _searcher(settings, pool_size=8)
     try:
         http.serve(searcher, args.host, args.port, settings.api_token)
@@ -297,12 +307,18 @@ def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api.mcp_server import serve_stdio
+    from pgrecall.api.startup import Startup
 
-    searcher = _searcher(settings, pool_size=2)
-    try:
-        serve_stdio(searcher)
-    finally:
-        searcher.close()
+    def load_model() -> None:
+        from pgrecall.embedding import get_embedder
+
+        get_embedder(settings.model, settings.embed_batch_size).embed_batch(["pgrecall"])  # the Searcher's own
+
+    # The handshake is answered at once; the database and the model start in the background
+    # (after the SDK's import: started before it, they only slowed it down), tool calls wait.
+    startup = Startup(lambda: _searcher(settings, pool_size=2), preload=load_model)
+    startup.start()
+    serve_stdio(startup)
     return 0
 
 
@@ -310,19 +326,26 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from pathlib import Path
 
     from pgrecall.api import store as read_store
-    from pgrecall.worker import scan
+    from pgrecall.worker import recovery, scan
     from pgrecall.worker.store import known_roots, queue_status, root_progress
 
     url = _url(settings)
     with database.connect(url) as conn:
         status = read_store.index_status(conn)
         status["queue"] = queue_status(conn)
+        status["queue"]["stalled"] = recovery.stalled_job_count(conn, settings.stalled_seconds)
         status["roots"] = []
+        from pgrecall import queries
+
+        watching = {row[0]: row[1:] for row in conn.execute(queries.load("service.sql")["root_watch_states"])}
         for name, path in known_roots(conn):
             indexed, last = root_progress(conn, path)
             on_disk = len(list(scan.iter_files(Path(path)))) if Path(path).is_dir() else None
+            mode, mode_since, seen, last_event = watching.get(path, (None, None, None, None))
             status["roots"].append(
                 {"name": name, "path": path, "indexed": indexed, "files": on_disk, "last_indexed_at": last}
+                | {"watch_mode": mode, "watch_mode_since": mode_since, "watcher_seen_at": seen}
+                | {"last_event_at": last_event}
             )
     status["database"] = "embedded" if settings.embedded else "external"
     if args.json:
@@ -337,6 +360,11 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     print(f"failed:     {status['failed']}   skipped: {status['skipped']}")
     oldest = f", oldest waiting {queue['oldest_waiting_age_s']} s" if queue["oldest_waiting_age_s"] is not None else ""
     print(f"queue:      {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed jobs{oldest}")
+    if queue["stalled"]:
+        print(
+            f"stalled:    {queue['stalled']} running jobs of a worker that stopped answering;"
+            " the next index, serve or worker runs them again"
+        )
     print(f"last index: {status['last_indexed_at'] or 'never'}")
     for root in status["roots"]:
         label = f"{root['name']} ({root['path']})" if root["name"] else root["path"]
@@ -344,6 +372,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
         )
+        from pgrecall.worker.watch import describe_watch
+
+        print(f"  watch:    {describe_watch(root['watch_mode'], root['watcher_seen_at'], root['last_event_at'])}")
     return 0
 
 

@@ -7,7 +7,6 @@ see the same weights, tokenizer and normalisation.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,14 +54,12 @@ class Embedder:
     def _load(self) -> SentenceTransformer:
         if not (self.model_path / "config.json").exists():
             raise ModelUnavailable(f"no model found at {self.model_path}")
-        # Hub look-ups must never happen: the machine may have no network at all.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()
+        transformers_logging.disable_progress_bar()  # "Loading weights" would clutter every CLI call
+        # local_files_only: hub look-ups must never happen (the machine may have
+        # no network at all); the model is a local folder.
         model = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
         dimension_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         if dimension_of() != DIMENSIONS:
