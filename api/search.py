@@ -10,6 +10,7 @@ model loads once, on the first query that needs it.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import datetime
 import math
@@ -17,7 +18,7 @@ import re
 import threading
 from typing import Any
 
-from pgrecall import database
+from pgrecall import database, kinds, status
 from pgrecall.api import enrich, reader, store
 from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
 from pgrecall.api.store import Document
@@ -113,6 +114,8 @@ def validate_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
             raise InvalidInput(f"filter {name} must be a non-empty string")
         else:
             value = check_text(value, f"filter {name}")
+            if name == "kind" and value not in kinds.SEARCHABLE:
+                raise InvalidInput(f"unknown kind {value!r}; use one of {', '.join(kinds.SEARCHABLE)}")
         clean[name] = value
     return clean
 
@@ -145,7 +148,10 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     found = [p for p in positions if p >= 0]
     start = max(0, min(found) - width // 4) if found else 0
     start = flat.rfind(" ", 0, start) + 1 if start else 0
-    excerpt = flat[start : start + width].rsplit(" ", 1)[0]
+    end = start + width
+    if end >= len(flat):  # the window reaches the end of the text: nothing to cut, no word lost
+        return ("…" if start else "") + flat[start:]
+    excerpt = flat[start:end] if flat[end] == " " else flat[start:end].rsplit(" ", 1)[0]
     return ("…" if start else "") + excerpt + "…"
 
 
@@ -164,6 +170,12 @@ class Searcher:
     def close(self) -> None:
         self.pool.close()
 
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def get_document(self, id_or_path: int | str) -> Document | None:
         """A document with its chunks, by id or by path (absolute, or relative to its root)."""
         if isinstance(id_or_path, str) and id_or_path.isdigit():
@@ -177,7 +189,7 @@ class Searcher:
 
     def health(self) -> dict[str, Any]:
         with self.pool.connection() as conn, conn.transaction():
-            return store.health(conn)
+            return status.health(conn)
 
     def search(
         self,
@@ -186,11 +198,7 @@ class Searcher:
         filters: dict[str, Any] | None = None,
         mode: str = "hybrid",
         enrich_query: bool = False,
-        rrf_k: int | None = None,
-        weights: dict[str, float] | None = None,
-        candidates: int | None = None,
         keyword_depth: int = 1000,
-        exact: bool = False,
     ) -> list[Hit]:
         query = (query or "").strip()
         if not query:
@@ -203,8 +211,7 @@ class Searcher:
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be an integer from 1 to {MAX_K}")
         clean_filters = validate_filters(filters)
-        weights = {"vector": 1.0, "keyword": 1.0, **(weights or {})}
-        limit = max(candidates or 0, k, 100)
+        limit = max(k, 100)  # candidates per arm
 
         variants = [query]
         if enrich_query:
@@ -220,12 +227,12 @@ class Searcher:
             for position, variant in enumerate(variants):
                 if mode in ("hybrid", "keyword"):
                     ids = session.keyword_arm(variant, limit, keyword_depth)
-                    lists.append(RankedList("keyword", ids, weights["keyword"] * _variant_weight(position)))
+                    lists.append(RankedList("keyword", ids, _variant_weight(position)))
             for position in range(len(variants)):
                 if vectors is not None:
-                    ids = session.vector_arm(vectors[position], limit, exact=exact)
-                    lists.append(RankedList("vector", ids, weights["vector"] * _variant_weight(position)))
-            fused = reciprocal_rank_fusion(lists, k=rrf_k or self.settings.rrf_k, arms=("vector", "keyword"))[:k]
+                    ids = session.vector_arm(vectors[position], limit)
+                    lists.append(RankedList("vector", ids, _variant_weight(position)))
+            fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=("vector", "keyword"))[:k]
             rows = session.fetch([f.id for f in fused])
         return [
             Hit(
@@ -265,7 +272,20 @@ def default_searcher() -> Searcher:
         if _default is None:
             settings = load_settings()
             _default = Searcher(search_url(settings), settings)
+            # Its pool's threads and connections end with the interpreter, closed
+            # in order rather than collected half-way through the shutdown.
+            atexit.unregister(close_default_searcher)
+            atexit.register(close_default_searcher)
         return _default
+
+
+def close_default_searcher() -> None:
+    """Close the searcher of search() and get_document(); the next call opens a new one."""
+    global _default
+    with _default_lock:
+        searcher, _default = _default, None
+    if searcher is not None:
+        searcher.close()
 
 
 def search(

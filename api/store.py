@@ -131,18 +131,6 @@ class ReadSession:
         return {row[0]: ChunkRow(*row) for row in rows}
 
 
-def index_status(conn: psycopg.Connection) -> dict[str, Any]:
-    cursor = conn.execute(_RAW["index_status"])
-    names = [column.name for column in cursor.description]
-    return dict(zip(names, cursor.fetchone(), strict=True))
-
-
-def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]]:
-    cursor = conn.execute(_RAW["failures"], {"limit": limit})
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
 @dataclasses.dataclass(frozen=True)
 class Document:
     id: int
@@ -177,8 +165,3 @@ def document(conn: psycopg.Connection, id_or_path: int | str) -> Document | None
     del fields["chunk_count"]
     chunks = conn.execute(_RAW["document_chunks"], {"id": fields["id"]}).fetchall()
     return Document(**fields, chunks=[{"ordinal": o, "heading": h, "text": t} for o, h, t in chunks])
-
-
-def health(conn: psycopg.Connection) -> dict[str, Any]:
-    last_indexed_at, queue_depth, documents = conn.execute(_RAW["health"]).fetchone()
-    return {"last_indexed_at": last_indexed_at, "queue_depth": queue_depth, "documents": documents}

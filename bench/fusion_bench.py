@@ -69,8 +69,7 @@ def main() -> int:
     query_ids = list(dataset.queries)
     vectors = embedder.embed_batch([dataset.queries[q] for q in query_ids])
     runs: dict[str, dict[str, dict[str, float]]] = {}
-    pool = store.open_pool(url, max_size=1)
-    with pool.connection() as conn:
+    with store.open_pool(url, max_size=1) as pool, pool.connection() as conn:
         for candidates in (100, 300):
             with conn.transaction():
                 session = store.ReadSession(conn, None, ef_search=max(settings.ef_search, candidates))
@@ -83,7 +82,6 @@ def main() -> int:
                     runs.setdefault(f"documents, {candidates} candidates", {})[query_id] = as_run(
                         fuse([documents(keyword), documents(nearest)])
                     )
-    pool.close()
     result = {label: ir_metrics(dataset.qrels, run) for label, run in runs.items()}
     print(json.dumps({"dataset": dataset.name, "rrf_k": settings.rrf_k, "k1": bm25.K1, "b": bm25.B, "fusions": result}))
     return 0

@@ -89,20 +89,19 @@ def main() -> int:
             queries.append(json.loads(line)["text"])
             if len(queries) >= args.queries:
                 break
-    searcher = Searcher(url, settings, embedder=embedder, pool_size=1)
     latencies: dict[str, list[float]] = {"hybrid": [], "hybrid+enrich": [], "vector": [], "keyword": []}
-    searcher.search(queries[0], k=10)  # warm the pool and caches
-    for query in queries:
-        for label, kwargs in (
-            ("hybrid", {}),
-            ("hybrid+enrich", {"enrich_query": True}),
-            ("vector", {"mode": "vector", "enrich_query": False}),
-            ("keyword", {"mode": "keyword", "enrich_query": False}),
-        ):
-            started = time.perf_counter()
-            searcher.search(query, k=10, **kwargs)
-            latencies[label].append((time.perf_counter() - started) * 1000)
-    searcher.close()
+    with Searcher(url, settings, embedder=embedder, pool_size=1) as searcher:
+        searcher.search(queries[0], k=10)  # warm the pool and caches
+        for query in queries:
+            for label, kwargs in (
+                ("hybrid", {}),
+                ("hybrid+enrich", {"enrich_query": True}),
+                ("vector", {"mode": "vector", "enrich_query": False}),
+                ("keyword", {"mode": "keyword", "enrich_query": False}),
+            ):
+                started = time.perf_counter()
+                searcher.search(query, k=10, **kwargs)
+                latencies[label].append((time.perf_counter() - started) * 1000)
     database.stop_embedded(settings)
 
     result = {

@@ -43,9 +43,9 @@ def perturb(text: str, rng: random.Random) -> str:
 
 
 async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
+    from pgrecall.database import open_async_pool as open_pool
     from pgrecall.worker import store
     from pgrecall.worker.document import Chunk, ParsedDocument
-    from pgrecall.worker.run import open_pool
 
     rng = random.Random(seed)
     noise = np.random.default_rng(seed)
@@ -130,34 +130,32 @@ def main() -> int:
         for line in lines:
             queries.append(json.loads(line)["text"])
     queries = queries[: args.queries]
-    searcher = Searcher(url, settings, pool_size=1)
-    searcher.search("warm up", k=10)
     latencies: dict[str, list[float]] = {"keyword": [], "vector": [], "hybrid": [], "hybrid+enrich": []}
-    for query in queries:
-        for label, kwargs in (
-            ("keyword", {"mode": "keyword", "enrich_query": False}),
-            ("vector", {"mode": "vector", "enrich_query": False}),
-            ("hybrid", {"enrich_query": False}),
-            ("hybrid+enrich", {"enrich_query": True}),
-        ):
-            started = time.perf_counter()
-            searcher.search(query, k=10, **kwargs)
-            latencies[label].append((time.perf_counter() - started) * 1000)
-    recall = ann_recall(searcher, queries)
-    searcher.close()
+    with Searcher(url, settings, pool_size=1) as searcher:
+        searcher.search("warm up", k=10)
+        for query in queries:
+            for label, kwargs in (
+                ("keyword", {"mode": "keyword", "enrich_query": False}),
+                ("vector", {"mode": "vector", "enrich_query": False}),
+                ("hybrid", {"enrich_query": False}),
+                ("hybrid+enrich", {"enrich_query": True}),
+            ):
+                started = time.perf_counter()
+                searcher.search(query, k=10, **kwargs)
+                latencies[label].append((time.perf_counter() - started) * 1000)
+        recall = ann_recall(searcher, queries)
     sweep = {}
     for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
-        swept = Searcher(url, dataclasses.replace(settings, ef_search=ef_search), pool_size=1)
-        vector_ms = []
-        for query in queries:
-            started = time.perf_counter()
-            swept.search(query, k=10, mode="vector")
-            vector_ms.append((time.perf_counter() - started) * 1000)
-        sweep[ef_search] = {
-            "ann_recall@10": ann_recall(swept, queries),
-            "vector_k10_p50_ms": round(statistics.median(vector_ms), 1),
-        }
-        swept.close()
+        with Searcher(url, dataclasses.replace(settings, ef_search=ef_search), pool_size=1) as swept:
+            vector_ms = []
+            for query in queries:
+                started = time.perf_counter()
+                swept.search(query, k=10, mode="vector")
+                vector_ms.append((time.perf_counter() - started) * 1000)
+            sweep[ef_search] = {
+                "ann_recall@10": ann_recall(swept, queries),
+                "vector_k10_p50_ms": round(statistics.median(vector_ms), 1),
+            }
     result = {
         "chunks": total,
         "ann_recall@10": recall,

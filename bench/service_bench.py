@@ -75,25 +75,24 @@ def main() -> int:
             time.sleep(0.05)
         restart_seconds = time.monotonic() - started
 
-        searcher = Searcher(url, settings, pool_size=1)
-        searcher.search("warm up", k=1, mode="keyword")
-        targets = sorted(notes.glob("*.md"))[:: max(1, files // args.edits)][: args.edits]
         latencies = []
-        for path in targets:
-            marker = "zq" + uuid.uuid4().hex[:10]
-            original = path.read_text(encoding="utf-8")
-            saved = time.monotonic()
-            path.write_text(original + f"\nFreshness probe {marker}.\n", encoding="utf-8")
-            while True:
-                hits = searcher.search(marker, k=1, mode="keyword", enrich_query=False)
-                if hits and hits[0].path == path.name:
-                    latencies.append(time.monotonic() - saved)
-                    break
-                if time.monotonic() - saved > 120:
-                    raise SystemExit(f"{path.name} not searchable after 120 s")
-                time.sleep(0.02)
-            path.write_text(original, encoding="utf-8")
-        searcher.close()
+        with Searcher(url, settings, pool_size=1) as searcher:
+            searcher.search("warm up", k=1, mode="keyword")
+            targets = sorted(notes.glob("*.md"))[:: max(1, files // args.edits)][: args.edits]
+            for path in targets:
+                marker = "zq" + uuid.uuid4().hex[:10]
+                original = path.read_text(encoding="utf-8")
+                saved = time.monotonic()
+                path.write_text(original + f"\nFreshness probe {marker}.\n", encoding="utf-8")
+                while True:
+                    hits = searcher.search(marker, k=1, mode="keyword", enrich_query=False)
+                    if hits and hits[0].path == path.name:
+                        latencies.append(time.monotonic() - saved)
+                        break
+                    if time.monotonic() - saved > 120:
+                        raise SystemExit(f"{path.name} not searchable after 120 s")
+                    time.sleep(0.02)
+                path.write_text(original, encoding="utf-8")
     finally:
         service.terminate()
         service.wait(60)

@@ -323,31 +323,16 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    from pathlib import Path
+    from pgrecall import status as status_module
+    from pgrecall.worker.scan import iter_files
+    from pgrecall.worker.watch import describe_watch
 
-    from pgrecall.api import store as read_store
-    from pgrecall.worker import recovery, scan
-    from pgrecall.worker.store import known_roots, queue_status, root_progress
-
-    url = _url(settings)
-    with database.connect(url) as conn:
-        status = read_store.index_status(conn)
-        status["queue"] = queue_status(conn)
-        status["queue"]["stalled"] = recovery.stalled_job_count(conn, settings.stalled_seconds)
-        status["roots"] = []
-        from pgrecall import queries
-
-        watching = {row[0]: row[1:] for row in conn.execute(queries.load("service.sql")["root_watch_states"])}
-        for name, path in known_roots(conn):
-            indexed, last = root_progress(conn, path)
-            on_disk = len(list(scan.iter_files(Path(path)))) if Path(path).is_dir() else None
-            mode, mode_since, seen, last_event = watching.get(path, (None, None, None, None))
-            status["roots"].append(
-                {"name": name, "path": path, "indexed": indexed, "files": on_disk, "last_indexed_at": last}
-                | {"watch_mode": mode, "watch_mode_since": mode_since, "watcher_seen_at": seen}
-                | {"last_event_at": last_event}
-            )
-    status["database"] = "embedded" if settings.embedded else "external"
+    with database.connect(_url(settings)) as conn:
+        status = status_module.report(
+            conn,
+            settings,
+            count_files=lambda folder: sum(1 for _ in iter_files(folder)),
+        )
     if args.json:
         print(json.dumps(status, default=str))
         return 0
@@ -372,17 +357,15 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
         )
-        from pgrecall.worker.watch import describe_watch
-
         print(f"  watch:    {describe_watch(root['watch_mode'], root['watcher_seen_at'], root['last_event_at'])}")
     return 0
 
 
 def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.api import store as read_store
+    from pgrecall import status
 
     with database.connect(_url(settings)) as conn:
-        rows = read_store.failures(conn)
+        rows = status.failures(conn)
     if args.json:
         print(json.dumps(rows))
         return 0

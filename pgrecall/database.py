@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import structlog
 from pgvector.psycopg import register_vector, register_vector_async
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from pgrecall.errors import DatabaseUnavailable
 from pgrecall.settings import Settings
@@ -123,6 +124,17 @@ def configure_connection(conn: psycopg.Connection) -> None:
 
 async def configure_connection_async(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
+
+
+async def open_async_pool(url: str, max_size: int = 4, timeout: float = 30.0) -> AsyncConnectionPool:
+    """The write side's pool, open; closed again (and reported as one line) when it cannot fill."""
+    pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, configure=configure_connection_async, open=False)
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except PoolTimeout as exc:
+        await pool.close()
+        raise DatabaseUnavailable(f"the database did not accept connections: {_first_line(exc)}") from exc
+    return pool
 
 
 @contextlib.contextmanager

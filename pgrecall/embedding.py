@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
+from pgrecall.settings import default
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -36,7 +37,7 @@ def bundled_model_path() -> Path:
 class Embedder:
     """all-MiniLM-L6-v2 (or PGRECALL_MODEL) on the CPU, never touching the network."""
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64):
+    def __init__(self, model_path: str | Path | None = None, batch_size: int = default("embed_batch_size")):
         self.model_path = Path(model_path) if model_path else bundled_model_path()
         self.batch_size = batch_size
         self._model: SentenceTransformer | None = None
@@ -117,5 +118,5 @@ class Embedder:
 
 
 @functools.cache
-def get_embedder(model_path: str | None = None, batch_size: int = 64) -> Embedder:
+def get_embedder(model_path: str | None = None, batch_size: int = default("embed_batch_size")) -> Embedder:
     return Embedder(model_path, batch_size)

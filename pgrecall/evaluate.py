@@ -159,9 +159,8 @@ def run_eval(
         "chunks_per_s": round(summary.chunks_per_second, 1),
     }
     embedder = get_embedder(settings.model, settings.embed_batch_size)
-    searcher = Searcher(url, settings, embedder=embedder, pool_size=1)
     result: dict[str, Any] = {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "modes": {}}
-    try:
+    with Searcher(url, settings, embedder=embedder, pool_size=1) as searcher:
         searcher.search("warm up", k=1)
         for label in modes or list(MODES):
             say(f"searching: {label}")
@@ -182,8 +181,6 @@ def run_eval(
         say("measuring the HNSW index against exact search")
         result["ann_recall@10"] = ann_recall(searcher, list(dataset.queries.values()))
         result["ef_search"] = settings.ef_search
-    finally:
-        searcher.close()
     result["indexing"] = indexing
     return result
 

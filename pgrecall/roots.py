@@ -8,6 +8,9 @@ path = "~/notes"
 [[roots]]
 name = "claude"
 path = "~/Downloads/claude-export"
+
+[memory]
+folder = "~/notes/memories"   # default: memories/ in the data directory (PGRECALL_HOME)
 """
 
 from __future__ import annotations
@@ -36,18 +39,56 @@ def from_arguments(paths: list[str]) -> list[Root]:
     return roots
 
 
-def from_config(config_file: Path) -> list[Root]:
-    if not config_file.is_file():
-        return []
+MEMORY_ROOT = "memories"
+
+
+def _load(config_file: Path | None) -> dict:
+    if config_file is None or not config_file.is_file():
+        return {}
     try:
-        config = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        return tomllib.loads(config_file.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{config_file}: {exc}") from None
+
+
+def memory_folder(config_file: Path | None, home: Path) -> Path:
+    """Where remembered notes live: `[memory] folder` of the config file, else `memories/` in the data directory."""
+    section = _load(config_file).get("memory", {})
+    if not isinstance(section, dict):
+        raise ConfigurationError(f"{config_file}: [memory] must be a table")
+    folder = section.get("folder")
+    if folder is None:
+        return (home / MEMORY_ROOT).resolve()
+    if not isinstance(folder, str) or not folder.strip():
+        raise ConfigurationError(f"{config_file}: [memory] folder must be a path")
+    return _config_path(config_file, folder)
+
+
+def _config_path(config_file: Path | None, raw: str) -> Path:
+    """A path of the config file: relative ones are relative to the file, not to the working
+    directory (which is / under systemd)."""
+    path = Path(raw).expanduser()
+    if not path.is_absolute() and config_file is not None:
+        path = config_file.parent / path
+    return path.resolve()
+
+
+def with_memories(roots: list[Root], folder: Path) -> list[Root]:
+    """The watched roots plus the memory folder (always watched, named "memories")."""
+    others = [root for root in roots if root.path != folder]  # the memory folder named as a root: once
+    if any(root.name == MEMORY_ROOT for root in others):
+        raise ConfigurationError(f'the root name "{MEMORY_ROOT}" is taken by the memory folder; rename that root')
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return [*others, Root(MEMORY_ROOT, folder)]
+
+
+def from_config(config_file: Path) -> list[Root]:
+    config = _load(config_file)
     roots = []
     for number, entry in enumerate(config.get("roots", []), 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             raise ConfigurationError(f"{config_file}: roots entry {number} needs a path")
-        path = Path(entry["path"]).expanduser().resolve()
+        path = _config_path(config_file, entry["path"])
         if not path.is_dir():
             raise ConfigurationError(f"{config_file}: root {entry['path']} is not a folder")
         roots.append(Root(str(entry.get("name") or path.name), path))

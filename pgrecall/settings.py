@@ -1,93 +1,207 @@
-"""Settings: plain environment variables, each documented once here and shown in --help."""
+"""Settings: plain environment variables, each declared once, in SETTINGS.
+
+That one table gives `Settings` its defaults, tells `load_settings` how to read
+and check each variable, and writes the environment part of `pgrecall --help`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from pgrecall.errors import ConfigurationError
 
-ENVIRONMENT_VARIABLES: dict[str, str] = {
-    "PGRECALL_HOME": "data directory: embedded database, logs (default: the user data dir, e.g. ~/.local/share/pgrecall)",
-    "PGRECALL_DATABASE_URL": "use this PostgreSQL server (with pgvector) instead of the embedded one",
-    "PGRECALL_SEARCH_DATABASE_URL": "where searches read (a read replica, a read-only login); default: the database",
-    "PGRECALL_API_TOKEN": "bearer token the HTTP API requires (mandatory when it listens beyond loopback)",
-    "PGRECALL_MODEL": "local sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)",
-    "PGRECALL_WORKERS": "jobs a worker runs concurrently; their chunks are embedded together (default: 32)",
-    "PGRECALL_EMBED_BATCH": "texts per embedding batch (default: 64)",
-    "PGRECALL_MAX_FILE_BYTES": "larger files are recorded as skipped without being read (default: 10485760, 10 MiB)",
-    "PGRECALL_CHUNK_TOKENS": "word pieces per chunk, heading included; capped by the model's limit (default: 128)",
-    "PGRECALL_RRF_K": "Reciprocal Rank Fusion constant k (default: 60)",
-    "PGRECALL_EF_SEARCH": "HNSW ef_search for the vector arm (default: 200)",
-    "PGRECALL_LOG_FORMAT": "console or json (default: console on a terminal, json otherwise)",
-    "PGRECALL_CONFIG": "config file with named roots (default: the user config dir, e.g. ~/.config/pgrecall/config.toml)",
-    "PGRECALL_RECONCILE_SECONDS": "how often serve/watch re-checks the folders against the index (default: 600)",
-    "PGRECALL_STALLED_SECONDS": "a worker silent this long is presumed dead and its jobs are retried (default: 30)",
-}
-
-
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
-
 
 @dataclasses.dataclass(frozen=True)
+class Setting:
+    field: str  # the attribute of Settings
+    variable: str  # the environment variable
+    help: str
+    default: Any = None  # the value when the variable is unset or empty
+    minimum: int | None = None  # set for integer settings: the smallest value accepted
+    choices: tuple[str, ...] = ()  # set for settings that take one of a few words
+    path: bool = False  # the value is a file or folder
+    computed: Callable[[], Path] | None = None  # a default found when the environment is read
+    shown: str | None = None  # how --help states a default that is not a plain value
+
+    @property
+    def default_text(self) -> str:
+        return self.shown if self.shown is not None else str(self.default)
+
+    @property
+    def description(self) -> str:
+        return f"{self.help} (default: {self.default_text})"
+
+    def parse(self, raw: str | None) -> Any:
+        if raw is None or raw == "":
+            return self.computed() if self.computed else self.default
+        if self.minimum is not None:
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ConfigurationError(f"{self.variable} must be an integer, got {raw!r}") from None
+            if value < self.minimum:
+                raise ConfigurationError(f"{self.variable} must be at least {self.minimum}, got {value}")
+            return value
+        if self.choices and raw not in self.choices:
+            raise ConfigurationError(f"{self.variable} must be {' or '.join(self.choices)}, got {raw!r}")
+        if self.path:
+            return Path(raw).expanduser().resolve()
+        return raw
+
+
+def _user_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("pgrecall")).resolve()
+
+
+def _user_config_file() -> Path:
+    return Path(platformdirs.user_config_dir("pgrecall")) / "config.toml"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "home",
+        "PGRECALL_HOME",
+        "data directory: embedded database, logs",
+        path=True,
+        computed=_user_data_dir,
+        shown="the user data dir, e.g. ~/.local/share/pgrecall",
+    ),
+    Setting(
+        "database_url",
+        "PGRECALL_DATABASE_URL",
+        "use this PostgreSQL server (with pgvector) instead of the embedded one",
+        shown="the embedded server in PGRECALL_HOME",
+    ),
+    Setting(
+        "search_database_url",
+        "PGRECALL_SEARCH_DATABASE_URL",
+        "where searches read (a read replica, a read-only login)",
+        shown="the database, logged in as the reader role",
+    ),
+    Setting(
+        "api_token",
+        "PGRECALL_API_TOKEN",
+        "bearer token the HTTP API requires (mandatory when it listens beyond loopback)",
+        shown="none",
+    ),
+    Setting(
+        "model",
+        "PGRECALL_MODEL",
+        "local sentence-transformers model directory",
+        shown="the bundled all-MiniLM-L6-v2",
+    ),
+    Setting(
+        "worker_concurrency",
+        "PGRECALL_WORKERS",
+        "jobs a worker runs concurrently; their chunks are embedded together",
+        default=32,
+        minimum=1,
+    ),
+    Setting("embed_batch_size", "PGRECALL_EMBED_BATCH", "texts per embedding batch", default=64, minimum=1),
+    Setting(
+        "max_file_bytes",
+        "PGRECALL_MAX_FILE_BYTES",
+        "files larger than this many bytes are recorded as skipped without being read",
+        default=10 * 1024 * 1024,
+        minimum=1,
+    ),
+    Setting(
+        "chunk_tokens",
+        "PGRECALL_CHUNK_TOKENS",
+        "word pieces per chunk, heading included; capped by the model's limit",
+        default=128,
+        minimum=32,
+    ),
+    Setting("rrf_k", "PGRECALL_RRF_K", "Reciprocal Rank Fusion constant k", default=60, minimum=1),
+    Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=200, minimum=1),
+    Setting(
+        "log_format",
+        "PGRECALL_LOG_FORMAT",
+        "console or json",
+        choices=("console", "json"),
+        shown="console on a terminal, json otherwise",
+    ),
+    Setting(
+        "config_file",
+        "PGRECALL_CONFIG",
+        "config file with named roots",
+        path=True,
+        computed=_user_config_file,
+        shown="the user config dir, e.g. ~/.config/pgrecall/config.toml",
+    ),
+    Setting(
+        "reconcile_seconds",
+        "PGRECALL_RECONCILE_SECONDS",
+        "how often serve/watch re-checks the folders against the index",
+        default=600,
+        minimum=1,
+    ),
+    Setting(
+        "stalled_seconds",
+        "PGRECALL_STALLED_SECONDS",
+        "a worker silent this long is presumed dead and its jobs are retried",
+        default=30,
+        minimum=2,
+    ),
+)
+
+_BY_FIELD = {setting.field: setting for setting in SETTINGS}
+
+# What `pgrecall --help` prints under "environment:", variable -> text with its default.
+ENVIRONMENT_VARIABLES: dict[str, str] = {setting.variable: setting.description for setting in SETTINGS}
+
+
+def default(field: str) -> Any:
+    """The default of one setting, for code that takes it as a parameter's default."""
+    return _BY_FIELD[field].default
+
+
+DEFAULT_MAX_FILE_BYTES: int = default("max_file_bytes")
+
+
+def _defaults_from_table(cls: type) -> type:
+    """Give each field of `cls` its default from SETTINGS; a computed one (home, config
+    file) has none, and is always given by load_settings."""
+    fields = set(cls.__annotations__)
+    if fields != set(_BY_FIELD):
+        raise RuntimeError(f"Settings and SETTINGS disagree on {sorted(fields ^ set(_BY_FIELD))}")
+    for setting in SETTINGS:
+        if setting.computed is None:
+            setattr(cls, setting.field, setting.default)
+    return cls
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+@_defaults_from_table
 class Settings:
     home: Path
     database_url: str | None
+    search_database_url: str | None
+    api_token: str | None
     model: str | None
-    search_database_url: str | None = None
-    api_token: str | None = None
-    worker_concurrency: int = 32
-    embed_batch_size: int = 64
-    chunk_tokens: int = 128
-    rrf_k: int = 60
-    ef_search: int = 200
-    log_format: str | None = None
-    config_file: Path | None = None
-    reconcile_seconds: int = 600
-    stalled_seconds: int = 30
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    worker_concurrency: int
+    embed_batch_size: int
+    max_file_bytes: int
+    chunk_tokens: int
+    rrf_k: int
+    ef_search: int
+    log_format: str | None
+    config_file: Path
+    reconcile_seconds: int
+    stalled_seconds: int
 
     @property
     def embedded(self) -> bool:
         return self.database_url is None
 
 
-def _int(env: dict[str, str], name: str, default: int, minimum: int = 1) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 def load_settings(env: dict[str, str] | None = None) -> Settings:
+    """Settings from `env` (default: the process environment); ConfigurationError names a bad variable."""
     env = dict(os.environ if env is None else env)
-    home = env.get("PGRECALL_HOME") or platformdirs.user_data_dir("pgrecall")
-    log_format = env.get("PGRECALL_LOG_FORMAT") or None
-    if log_format not in (None, "console", "json"):
-        raise ConfigurationError(f"PGRECALL_LOG_FORMAT must be console or json, got {log_format!r}")
-    return Settings(
-        home=Path(home).expanduser().resolve(),
-        database_url=env.get("PGRECALL_DATABASE_URL") or None,
-        model=env.get("PGRECALL_MODEL") or None,
-        search_database_url=env.get("PGRECALL_SEARCH_DATABASE_URL") or None,
-        api_token=env.get("PGRECALL_API_TOKEN") or None,
-        worker_concurrency=_int(env, "PGRECALL_WORKERS", 32),
-        embed_batch_size=_int(env, "PGRECALL_EMBED_BATCH", 64),
-        chunk_tokens=_int(env, "PGRECALL_CHUNK_TOKENS", 128, minimum=32),
-        rrf_k=_int(env, "PGRECALL_RRF_K", 60),
-        ef_search=_int(env, "PGRECALL_EF_SEARCH", 200),
-        log_format=log_format,
-        config_file=Path(env.get("PGRECALL_CONFIG") or Path(platformdirs.user_config_dir("pgrecall")) / "config.toml"),
-        reconcile_seconds=_int(env, "PGRECALL_RECONCILE_SECONDS", 600),
-        stalled_seconds=_int(env, "PGRECALL_STALLED_SECONDS", 30, minimum=2),
-        max_file_bytes=_int(env, "PGRECALL_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES),
-    )
+    return Settings(**{setting.field: setting.parse(env.get(setting.variable)) for setting in SETTINGS})

@@ -2,9 +2,45 @@ import json
 
 import pytest
 
+from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
 from pgrecall.worker import adapters
 from pgrecall.worker.adapters import ParseError, claude, markdown
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "kind", "paths"),
+    [
+        ("notes/a.md", b"# A\n\nbody", kinds.MARKDOWN, ["notes/a.md"]),
+        ("notes/A.MARKDOWN", b"# A\n\nbody", kinds.MARKDOWN, ["notes/A.MARKDOWN"]),
+        ("notes/b.txt", b"plain", kinds.TEXT, ["notes/b.txt"]),
+        ("notes/empty.txt", b"", kinds.TEXT, ["notes/empty.txt"]),
+    ],
+)
+def test_a_file_of_one_document_says_its_kind_and_is_no_container(path, data, kind, paths):
+    parsed = adapters.parse(path, data)
+    assert (parsed.kind, parsed.container) == (kind, False)
+    assert [d.path for d in parsed.documents] == paths
+    assert [d.kind for d in parsed.documents] == [kind]
+    assert adapters.kind_of(path) == kind
+
+
+def test_an_export_is_a_container_even_when_empty_or_of_one_conversation():
+    """The pipeline used to guess "container" from the documents' paths, which an empty export has none of."""
+    empty = adapters.parse("c.json", b"[]")
+    assert (empty.kind, empty.container, empty.documents) == (kinds.CLAUDE_EXPORT, True, [])
+    one = adapters.parse("c.json", json.dumps([_conversation("u1", "A", [_message("human", "hi")])]).encode())
+    assert one.container and [d.path for d in one.documents] == ["c.json#u1"]
+
+
+def test_the_kind_of_a_path_comes_from_its_suffix_alone():
+    assert adapters.kind_of("dir.md/note") == kinds.UNSUPPORTED
+    assert adapters.kind_of("no-extension") == kinds.UNSUPPORTED
+    assert adapters.kind_of("x.png") == kinds.UNSUPPORTED
+    assert adapters.kind_of("Conversations.JSON") == kinds.CLAUDE_EXPORT
+    assert not adapters.is_supported("x.png") and adapters.is_supported("x.txt")
+    # Every kind a suffix names is one the read side knows (searchable, or a container).
+    assert set(adapters.KIND_BY_SUFFIX.values()) <= set(kinds.SEARCHABLE) | adapters.CONTAINER_KINDS
 
 
 def test_front_matter_becomes_metadata_and_title():
@@ -86,9 +122,11 @@ def test_claude_export_yields_one_document_per_conversation():
             ],
         ),
     ]
-    docs = adapters.parse("exports/conversations.json", json.dumps(export).encode())
+    parsed = adapters.parse("exports/conversations.json", json.dumps(export).encode())
+    assert (parsed.kind, parsed.container) == (kinds.CLAUDE_EXPORT, True)
+    docs = parsed.documents
     assert [d.path for d in docs] == ["exports/conversations.json#u1", "exports/conversations.json#u2"]
-    assert all(d.kind == claude.KIND for d in docs)
+    assert all(d.kind == kinds.CLAUDE_CONVERSATION for d in docs)
     assert [s.heading for s in docs[0].sections] == ["Vacuum tuning > human", "Vacuum tuning > assistant"]
     assert docs[1].sections[0].text == "Read this log"
     assert docs[1].sections[1].heading == "Logs > attachment app.log"
@@ -109,14 +147,14 @@ def test_conversation_hash_changes_only_with_that_conversation():
 def test_utf16_with_a_bom_and_utf8_with_a_bom_are_decoded():
     text = "# Café\n\nNotes in UTF-16."
     for data in (text.encode("utf-16"), b"\xfe\xff" + text.encode("utf-16-be"), "\ufeff".encode() + text.encode()):
-        (doc,) = adapters.parse("x.md", data)
+        (doc,) = adapters.parse("x.md", data).documents
         assert doc.title == "Café"
         assert doc.sections[0].text == "Notes in UTF-16."
 
 
 def test_a_nul_after_the_first_8_kib_is_removed_not_stored():
     data = b"# Long\n\n" + b"word " * 2000 + b"\x00tail\x00\x00"
-    (doc,) = adapters.parse("x.md", data)
+    (doc,) = adapters.parse("x.md", data).documents
     assert "\x00" not in doc.sections[0].text
     assert doc.sections[0].text.endswith("word tail")
     with pytest.raises(UnsupportedFile, match="binary"):
@@ -132,7 +170,7 @@ def test_deeply_nested_front_matter_is_a_one_line_parse_error():
         with pytest.raises(ParseError, match="nested") as caught:
             adapters.parse("x.md", _nested_front_matter(depth))
         assert "\n" not in str(caught.value)
-    (doc,) = adapters.parse("x.md", _nested_front_matter(10))
+    (doc,) = adapters.parse("x.md", _nested_front_matter(10)).documents
     assert doc.metadata["key"] is not None
 
 
@@ -158,7 +196,7 @@ def test_a_yaml_alias_bomb_is_refused_not_expanded():
 
 
 def test_yaml_nul_escapes_and_non_finite_numbers_become_storable_metadata():
-    (doc,) = adapters.parse("x.md", b'---\ntitle: "a\\0b"\nnote: "\\0"\nratio: .nan\nbig: .inf\n---\nbody\n')
+    (doc,) = adapters.parse("x.md", b'---\ntitle: "a\\0b"\nnote: "\\0"\nratio: .nan\nbig: .inf\n---\nbody\n').documents
     assert doc.metadata == {"title": "ab", "note": "", "ratio": "nan", "big": "inf"}
     assert doc.title == "ab"
     json.dumps(doc.metadata, allow_nan=False)
@@ -168,7 +206,7 @@ def test_a_heading_line_of_spaces_does_not_backtrack():
     import time
 
     started = time.perf_counter()
-    (doc,) = adapters.parse("x.md", ("# a" + " " * 200_000 + "b\n\ntext").encode())
+    (doc,) = adapters.parse("x.md", ("# a" + " " * 200_000 + "b\n\ntext").encode()).documents
     assert time.perf_counter() - started < 2
     assert doc.title.startswith("a ") and len(doc.title) <= adapters.MAX_TITLE_CHARS
 
@@ -180,7 +218,7 @@ def test_claude_export_fields_of_the_wrong_type_are_ignored_not_fatal():
         _conversation("u3", "Attach", [_message("human", "see file", attachments=["just a string", None, 3])]),
         _conversation("u4", "Good", [_message("human", "A normal question")]),
     ]
-    docs = {d.path.split("#")[1]: d for d in adapters.parse("c.json", json.dumps(export).encode())}
+    docs = {d.path.split("#")[1]: d for d in adapters.parse("c.json", json.dumps(export).encode()).documents}
     assert docs["u1"].title == "Untitled conversation"
     assert docs["u1"].sections[0].text == "Number names are ignored."
     assert docs["u2"].sections == []
@@ -190,7 +228,7 @@ def test_claude_export_fields_of_the_wrong_type_are_ignored_not_fatal():
 
 def test_claude_export_nul_and_lone_surrogates_are_removed():
     raw = json.dumps([_conversation("u1", "N\u0000ame", [_message("human", "before\u0000after \ud800 end")])])
-    (doc,) = adapters.parse("c.json", raw.encode())
+    (doc,) = adapters.parse("c.json", raw.encode()).documents
     assert doc.title == "Name"
     assert doc.sections[0].text == "beforeafter \ufffd end"
     assert "\x00" not in doc.sections[0].heading

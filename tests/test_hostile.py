@@ -15,13 +15,13 @@ import numpy as np
 import psycopg
 import pytest
 
+from pgrecall.database import open_async_pool as open_pool
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 from pgrecall.worker import adapters, scan
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import CHARS_PER_TOKEN, chunking_signature
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.reconcile import reconcile
-from pgrecall.worker.run import open_pool
 from tests.notes import conversation, write_notes
 from tests.test_indexing import assert_statistics_consistent, rows
 

@@ -126,10 +126,10 @@ def test_an_older_queue_schema_is_upgraded_by_procrastinates_migrations(empty_db
         app = tasks.build_app(empty_db_url)
         async with app.open_async():
             await tasks.enqueue(app, tasks.REMOVE_TASK, str(tmp_path), ["gone.md"])
+            from pgrecall.database import open_async_pool as open_pool
             from pgrecall.embedding import get_embedder
             from pgrecall.settings import load_settings
             from pgrecall.worker.pipeline import Indexer
-            from pgrecall.worker.run import open_pool
 
             pool = await open_pool(empty_db_url)
             settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home")})

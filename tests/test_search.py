@@ -185,7 +185,9 @@ def test_search_connections_are_read_only(indexed, searcher):
 
 def test_filter_values_never_become_sql(indexed, searcher):
     hostile = "'; DROP TABLE pgrecall.chunks; --"
-    assert searcher.search("export", filters={"path_prefix": hostile, "kind": hostile}) == []
+    assert searcher.search("export", filters={"path_prefix": hostile, "kind": "markdown"}) == []
+    with pytest.raises(InvalidInput, match="unknown kind"):  # a kind is one of pgrecall.kinds.SEARCHABLE
+        searcher.search("export", filters={"kind": hostile})
     assert searcher.search("export", k=1)  # the table is still there
 
 
@@ -224,3 +226,45 @@ IDENTIFIER_NOTES = {
 def test_identifiers_rank_their_chunk_first_in_hybrid(index, searcher, tmp_path, query, expected):
     index(write_notes(tmp_path / "ids", IDENTIFIER_NOTES))
     assert searcher.search(query, k=3)[0].path == expected
+
+
+def test_searcher_is_a_context_manager_that_closes_its_pool(indexed, settings, db_url, embedder):
+    with Searcher(db_url, settings, embedder=embedder, pool_size=1) as searcher:
+        assert searcher.search("E-4711", k=1, mode="keyword")[0].path == "incidents/e4711.md"
+        assert not searcher.pool.closed
+    assert searcher.pool.closed
+    with pytest.raises(RuntimeError), Searcher(db_url, settings, embedder=embedder, pool_size=1) as failing:
+        raise RuntimeError("a caller's error")
+    assert failing.pool.closed  # closed on the way out of an error too
+
+
+DEFAULT_SEARCHER_AT_EXIT = """
+import atexit
+import sys
+
+from pgrecall.api import get_document, search
+
+opened = []
+# Registered first, so it runs last: after the module's own exit handler.
+atexit.register(lambda: print("closed at exit:", opened[0].pool.closed))
+print(search("E-4711", k=1, mode="keyword")[0].path)
+print(get_document("notes/garden.md").path)
+opened.append(sys.modules["pgrecall.api.search"].default_searcher())
+"""
+
+
+def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url):
+    """pgrecall.api.search() and get_document() share a module-level searcher; the
+    interpreter's exit closes its pool, with warnings as errors and nothing on stderr."""
+    env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_LOG_FORMAT="json")
+    env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-X", "dev", "-c", DEFAULT_SEARCHER_AT_EXIT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n") == ["incidents/e4711.md", "notes/garden.md", "closed at exit: True", ""]
+    assert result.stderr == ""

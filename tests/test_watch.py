@@ -29,8 +29,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from pgrecall.database import open_async_pool as open_pool
 from pgrecall.worker import scan, tasks, watch
-from pgrecall.worker.run import open_pool
 from pgrecall.worker.watch import Change, Watcher, changes_for, describe_watch
 from tests.service import query, wait_for
 

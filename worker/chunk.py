@@ -1,11 +1,16 @@
 """Split sections into chunks the embedding model sees whole.
 
-all-MiniLM-L6-v2 reads 256 word pieces, [CLS] and [SEP] included; a longer
-text is silently truncated, so its tail would never reach the vector. Chunks
-therefore end at heading, paragraph or sentence boundaries and never exceed
-the model's limit with their heading prefix. A fenced code block is kept whole
-unless it alone is too long. Consecutive chunks of a section share a small
-overlap so a sentence cut from its neighbour keeps some context.
+A chunk holds at most `token_budget(chunk_tokens, model limit)` word pieces,
+heading prefix included: PGRECALL_CHUNK_TOKENS, never more than what
+the model reads (all-MiniLM-L6-v2: 256, [CLS] and [SEP] included; a longer
+text is silently truncated, so its tail would never reach the vector), less
+the two special tokens. Chunks end at heading, paragraph or sentence
+boundaries; a fenced code block is kept whole unless it alone is too long, and
+a sentence too long is cut between words. A chunk repeats the previous
+chunk's last paragraph or sentence when that is short (at most overlap_tokens)
+and fits, and the word windows of a cut sentence overlap by about
+overlap_tokens, so text cut from its neighbour keeps some context;
+`Chunk.fresh_from` marks the repeat, so the keyword index counts each word once.
 
 Chunks are bounded in characters too (CHARS_PER_TOKEN per word piece of the
 limit): a word longer than 100 characters is one [UNK] piece to the model, so
@@ -28,9 +33,18 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 CHUNKER_VERSION = 1
 
 
-def chunking_signature(max_tokens: int) -> str:
+def chunking_signature(chunk_tokens: int) -> str:
     """What a document records about how its chunks were made."""
-    return f"v{CHUNKER_VERSION}/{max_tokens}"
+    return f"v{CHUNKER_VERSION}/{chunk_tokens}"
+
+
+SPECIAL_TOKENS = 2  # [CLS] and [SEP], which the model adds to every text
+
+
+def token_budget(chunk_tokens: int, model_max_tokens: int) -> int:
+    """Word pieces a chunk may hold, heading included: PGRECALL_CHUNK_TOKENS, capped
+    by what the model reads, less the special tokens the model adds."""
+    return min(chunk_tokens, model_max_tokens) - SPECIAL_TOKENS
 
 
 # Ordinary text averages 4-6 characters per word piece; only runs the model
@@ -165,12 +179,13 @@ def _truncate_heading(heading: str, tokens: int, limit: int, count_tokens: Token
 def chunk_sections(
     sections: Sequence[Section],
     count_tokens: TokenCounter,
-    max_tokens: int = 254,
+    *,
+    max_tokens: int,
     overlap_tokens: int = 32,
     heading_tokens: int = 64,
     max_chars: int | None = None,
 ) -> list[Chunk]:
-    """Chunks of at most `max_tokens` word pieces, heading prefix included, and of
+    """Chunks of at most `max_tokens` word pieces (token_budget), heading prefix included, and of
     at most `max_chars` characters of text (default CHARS_PER_TOKEN * max_tokens)
     under a heading of at most CHARS_PER_TOKEN * heading_tokens characters."""
     max_chars = max_chars or CHARS_PER_TOKEN * max_tokens

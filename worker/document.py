@@ -34,7 +34,8 @@ class Chunk:
 
     @property
     def embedding_text(self) -> str:
-        """What the model and the keyword index see: the heading path gives context."""
+        """What the model sees: the heading path gives context. (The keyword index
+        sees keyword_text, which leaves out the overlap.)"""
         return f"{self.heading}\n\n{self.text}" if self.heading else self.text
 
     def keyword_text(self, with_heading: bool) -> str:

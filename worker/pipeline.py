@@ -1,4 +1,4 @@
-"""One file through the pipeline: read, parse, chunk, embed, store.
+"""One file through the pipeline: detect, read, parse, chunk, embed, store.
 
 Whatever goes wrong with one file (it cannot be read, parsed, chunked,
 embedded or stored) is recorded on that file's document row with the stage,
@@ -26,20 +26,19 @@ import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
+from pgrecall import kinds
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings
 from pgrecall.worker import adapters, scan, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
-from pgrecall.worker.chunk import chunk_sections, chunking_signature
+from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
 from pgrecall.worker.document import Chunk, ParsedDocument
 from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")
 
-CLAUDE_EXPORT_KIND = "claude_export"
-SKIPPED_KIND = "unsupported"  # what `status` counts as skipped rather than failed
 
 # The database is away or the transaction lost a race: the job is retried.
 TRANSIENT_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
@@ -56,7 +55,7 @@ MAX_ERROR_CHARS = 300
 class Outcome:
     root: str
     path: str
-    status: str  # indexed, unchanged, skipped, failed, removed
+    status: str  # indexed, unchanged, skipped, failed, removed, moved
     chunks: int = 0
     documents: int = 0
     error: str | None = None
@@ -66,20 +65,9 @@ class Outcome:
 class _Attempt:
     """Where a job is, for the failure record if something raises."""
 
-    kind: str
+    kind: str  # the file's kind by its suffix, recorded with a failure before it is parsed
     stage: str = "read"
     info: store.FileInfo | None = None
-
-
-def _kind_for(path: str) -> str:
-    suffix = Path(path).suffix.lower()
-    if suffix in adapters.MARKDOWN_SUFFIXES:
-        return "markdown"
-    if suffix in adapters.TEXT_SUFFIXES:
-        return "text"
-    if suffix in adapters.JSON_SUFFIXES:
-        return CLAUDE_EXPORT_KIND
-    return "unsupported"
 
 
 def describe(exc: BaseException) -> str:
@@ -192,7 +180,7 @@ class Indexer:
     async def index_file(self, root: str, path: str) -> Outcome:
         """Index what is at `path` now; never raises for a problem of the file itself."""
         started = time.perf_counter()
-        attempt = _Attempt(kind=_kind_for(path))
+        attempt = _Attempt(kind=adapters.kind_of(path))
         try:
             return await self._index_file(root, path, attempt, started)
         except PERMANENT_DATABASE_ERRORS as exc:
@@ -219,20 +207,18 @@ class Indexer:
         size, mtime = entry.size_and_mtime
         attempt.info = store.FileInfo(size, mtime, None) if size is not None else None
         if entry.problem == scan.OUTSIDE_ROOT:
-            return await self._fail(
-                root, path, SKIPPED_KIND, "detect", entry.problem, attempt.info, started, "skipped", forget_indexed=True
-            )
+            return await self._skip(root, path, entry.problem, attempt.info, started, forget_indexed=True)
         if entry.problem is not None:  # a name that is not UTF-8, a link loop, no permission
             return await self._fail(root, path, attempt.kind, "read", entry.problem, attempt.info, started)
 
         # Decided before reading: the type and the size.
         attempt.stage = "detect"
-        if not adapters.is_supported(path):
+        if attempt.kind == kinds.UNSUPPORTED:
             error = adapters.unsupported_reason(path)
-            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
+            return await self._skip(root, path, error, attempt.info, started)
         if size is not None and size > self.max_file_bytes:
             error = _too_large(size, self.max_file_bytes)
-            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
+            return await self._skip(root, path, error, attempt.info, started)
 
         attempt.stage = "read"
         assert entry.real_path is not None
@@ -246,7 +232,7 @@ class Indexer:
         attempt.info = store.FileInfo(status.st_size, mtime_of(status), None)
         if data is None:  # it grew past the limit since it was looked at
             error = _too_large(status.st_size, self.max_file_bytes)
-            return await self._fail(root, path, SKIPPED_KIND, "detect", error, attempt.info, started, "skipped")
+            return await self._skip(root, path, error, attempt.info, started)
 
         info = attempt.info = dataclasses.replace(attempt.info, content_hash=adapters.content_hash(data))
         async with self.pool.connection() as conn:
@@ -257,50 +243,51 @@ class Indexer:
 
         attempt.stage = "parse"
         try:
-            documents = await asyncio.to_thread(adapters.parse, path, data)
+            parsed = await asyncio.to_thread(adapters.parse, path, data)
         except UnsupportedFile as exc:
-            return await self._fail(root, path, SKIPPED_KIND, "detect", str(exc), info, started, "skipped")
+            return await self._skip(root, path, str(exc), info, started)
         except ParseError as exc:
             return await self._fail(root, path, attempt.kind, "parse", str(exc), info, started)
         del data
 
-        if (
-            any(document.path != path for document in documents)
-            or not documents
-            and _kind_for(path) == CLAUDE_EXPORT_KIND
-        ):
-            return await self._index_export(root, path, documents, info, attempt, started)
-        chunk_count = await self._write(root, documents, info, None, attempt)
-        return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(documents)), started)
+        if parsed.container:
+            return await self._index_container(root, path, parsed, info, attempt, started)
+        chunk_count = await self._write(root, parsed.documents, info, None, attempt)
+        return self._report(
+            Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents)), started
+        )
 
-    async def _index_export(
+    async def _index_container(
         self,
         root: str,
         path: str,
-        conversations: list[ParsedDocument],
+        parsed: adapters.Parsed,
         info: store.FileInfo,
         attempt: _Attempt,
         started: float,
     ) -> Outcome:
+        """A file of several documents (an export's conversations): a row for the file,
+        one child row per document; only the children whose content changed are embedded again."""
         title = Path(path).name
+        children = parsed.documents
         attempt.stage = "store"
         async with self.pool.connection() as conn:
             # Without its hash first: a crash before the conversations are in
             # must not make the next run believe the export is indexed.
             unhashed = dataclasses.replace(info, content_hash=None)
             parent_id = await store.record_container(
-                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=unhashed, chunking=self.chunking
+                conn, root=root, path=path, kind=parsed.kind, title=title, info=unhashed, chunking=self.chunking
             )
             existing = await store.child_hashes(conn, parent_id)
-        current = {c.path: (c.content_hash, None, self.chunking) for c in conversations}
-        changed = [c for c in conversations if existing.get(c.path) != current[c.path]]
+        current = {c.path: (c.content_hash, None, self.chunking) for c in children}
+        changed = [c for c in children if existing.get(c.path) != current[c.path]]
         chunk_count = await self._write(root, changed, info, parent_id, attempt)
-        vanished = sorted(set(existing) - {c.path for c in conversations})
+        vanished = sorted(set(existing) - {c.path for c in children})
         attempt.stage = "store"
         async with self.pool.connection() as conn:
             await store.remove_children(conn, parent_id, vanished)
             await store.record_container(
-                conn, root=root, path=path, kind=CLAUDE_EXPORT_KIND, title=title, info=info, chunking=self.chunking
+                conn, root=root, path=path, kind=parsed.kind, title=title, info=info, chunking=self.chunking
             )
         return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed)), started)
 
@@ -337,8 +324,23 @@ class Indexer:
         return len(texts)
 
     def _chunk_all(self, documents: list[ParsedDocument]) -> list[list[Chunk]]:
-        max_tokens = min(self.chunk_tokens, self.embedder.max_tokens) - 2  # [CLS] and [SEP]
+        max_tokens = token_budget(self.chunk_tokens, self.embedder.max_tokens)
         return [chunk_sections(d.sections, self.embedder.count_tokens, max_tokens=max_tokens) for d in documents]
+
+    async def _skip(
+        self,
+        root: str,
+        path: str,
+        reason: str,
+        info: store.FileInfo | None,
+        started: float,
+        *,
+        forget_indexed: bool = False,
+    ) -> Outcome:
+        """Recorded as skipped, not failed: a file that is not for the index (`status` counts these apart)."""
+        return await self._fail(
+            root, path, kinds.UNSUPPORTED, "detect", reason, info, started, "skipped", forget_indexed=forget_indexed
+        )
 
     async def _fail(
         self,

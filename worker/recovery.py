@@ -18,7 +18,7 @@ import structlog
 from procrastinate.jobs import Status
 
 from pgrecall import queries
-from pgrecall.worker.tasks import QUEUE
+from pgrecall.status import QUEUE
 
 Q = queries.load("queue.sql")
 log = structlog.get_logger("pgrecall.recovery")
@@ -58,11 +58,6 @@ async def pending_jobs(conn: psycopg.AsyncConnection, roots: list[str]) -> tuple
     cursor = await conn.execute(Q["pending_jobs"], {"queue": QUEUE, "roots": roots})
     todo, doing = await cursor.fetchone()
     return todo, doing
-
-
-def stalled_job_count(conn: psycopg.Connection, stalled_seconds: float) -> int:
-    """Running jobs whose worker stopped sending heartbeats (sync: for `pgrecall status`)."""
-    return conn.execute(Q["stalled_job_count"], {"queue": QUEUE, "stalled_seconds": stalled_seconds}).fetchone()[0]
 
 
 async def unaccounted_files(conn: psycopg.AsyncConnection, root: str, paths: list[str]) -> list[str]:

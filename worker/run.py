@@ -63,14 +63,6 @@ def _no_progress(total: int) -> Iterator:
     yield None
 
 
-async def open_pool(url: str, max_size: int = 4) -> AsyncConnectionPool:
-    pool = AsyncConnectionPool(
-        url, min_size=1, max_size=max_size, configure=database.configure_connection_async, open=False
-    )
-    await pool.open(wait=True, timeout=30)
-    return pool
-
-
 async def run_index(settings: Settings, url: str, paths: list[str], progress=None) -> IndexSummary:
     """Index `paths` through the queue; `progress` is a callable(total) -> context with .advance(outcome).
 
@@ -93,9 +85,11 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
             bar.advance(outcome)
 
     async with app.open_async():
-        pool = await open_pool(url)
-        indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
+        pool: AsyncConnectionPool | None = None
+        indexer: Indexer | None = None
         try:
+            pool = await database.open_async_pool(url)
+            indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
             presence: dict[str, list[str]] = {}
             async with pool.connection() as conn:
                 for root, files in targets:
@@ -121,8 +115,10 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
                     missing = await recovery.unaccounted_files(conn, root_text, present)
                     summary.unaccounted.extend(f"{root_text}/{path}" for path in missing)
         finally:
-            await indexer.close()
-            await pool.close()
+            if indexer is not None:
+                await indexer.close()
+            if pool is not None:
+                await pool.close()
     return summary
 
 

@@ -21,14 +21,13 @@ import procrastinate.worker
 import psycopg
 import structlog
 
-from pgrecall import queries
+from pgrecall import database, queries
 from pgrecall.roots import Root
 from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, store, tasks
 from pgrecall.worker.chunk import chunking_signature
 from pgrecall.worker.pipeline import Indexer
-from pgrecall.worker.run import open_pool
 from pgrecall.worker.watch import POLLING, Watcher
 
 log = structlog.get_logger("pgrecall.service")
@@ -156,11 +155,12 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with app.open_async():
-        pool = await open_pool(url)
+        pool = None
         components: list[asyncio.Task] = []
         notifying: asyncio.Task | None = None
         running: dict[str, bool] = {}
         try:
+            pool = await database.open_async_pool(url)
             waits: list[asyncio.Event] = []
             watcher = None
             started = {}
@@ -199,7 +199,8 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
             for task in [*components, *([notifying] if notifying else [])]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await pool.close()
+            if pool is not None:
+                await pool.close()
             notifier.close()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)

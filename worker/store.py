@@ -248,30 +248,6 @@ async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
     return [row[0] for row in await cursor.fetchall()]
 
 
-def queue_status(conn: psycopg.Connection) -> dict[str, Any]:
-    """Jobs of pgrecall's queue by status, and when the oldest waiting one was due (sync: for the CLI)."""
-    from pgrecall.worker.tasks import QUEUE
-
-    rows = conn.execute(Q["queue_status"], {"queue": QUEUE}).fetchall()
-    counts = {status: count for status, count, _ in rows}
-    oldest = next((due for status, _, due in rows if status == "todo"), None)
-    age = None
-    if oldest is not None:
-        age = round((datetime.datetime.now(datetime.UTC) - oldest).total_seconds(), 1)
-    return {
-        "todo": counts.get("todo", 0),
-        "doing": counts.get("doing", 0),
-        "failed": counts.get("failed", 0),
-        "oldest_waiting_since": oldest,
-        "oldest_waiting_age_s": age,
-    }
-
-
-def known_roots(conn: psycopg.Connection) -> list[tuple[str | None, str]]:
-    """(name or None, path) of every root that is watched or has documents (sync: for the CLI)."""
-    return conn.execute(Q["known_roots"]).fetchall()
-
-
 async def file_states(
     conn: psycopg.AsyncConnection, root: str
 ) -> dict[str, tuple[int | None, datetime.datetime | None, str | None, str | None]]:
@@ -302,8 +278,3 @@ async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, desti
 
 async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str) -> None:
     await conn.execute(Q["upsert_root"], {"name": name, "path": path})
-
-
-def root_progress(conn: psycopg.Connection, root: str) -> tuple[int, datetime.datetime | None]:
-    """(files indexed without error, last indexed time) of a root (sync: for the CLI)."""
-    return conn.execute(Q["root_progress"], {"root": root}).fetchone()

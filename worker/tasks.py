@@ -8,13 +8,16 @@ the same time, even on different machines.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import procrastinate
 import psycopg
 
-from pgrecall.worker.pipeline import Indexer, Outcome
+from pgrecall.status import QUEUE  # the queue's name, defined once
 
-QUEUE = "pgrecall"
+if TYPE_CHECKING:  # type hints only: the Indexer comes in through each job's context
+    from pgrecall.worker.pipeline import Indexer, Outcome
+
 INDEX_TASK = "pgrecall.index_file"
 REMOVE_TASK = "pgrecall.remove_path"
 MOVE_TASK = "pgrecall.move_path"

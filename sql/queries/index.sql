@@ -177,21 +177,6 @@ DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 -- indexed_paths --
 SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
 
--- queue_status --
-SELECT j.status::text, count(*)::bigint,
-       min((SELECT min(e.at) FROM procrastinate_events e WHERE e.job_id = j.id AND e.type = 'deferred'))
-FROM procrastinate_jobs j
-WHERE j.queue_name = %(queue)s
-GROUP BY j.status
-
--- known_roots --
-SELECT r.name, r.path FROM pgrecall.roots r
-UNION
-SELECT NULL, d.source_root FROM pgrecall.documents d
-WHERE NOT EXISTS (SELECT 1 FROM pgrecall.roots r WHERE r.path = d.source_root)
-GROUP BY d.source_root
-ORDER BY 2
-
 -- file_states --
 SELECT path, size_bytes, mtime, content_hash, chunking
 FROM pgrecall.documents
@@ -231,8 +216,3 @@ WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 -- upsert_root --
 INSERT INTO pgrecall.roots (name, path) VALUES (%(name)s, %(path)s)
 ON CONFLICT (name) DO UPDATE SET path = excluded.path
-
--- root_progress --
-SELECT count(*) FILTER (WHERE error IS NULL)::bigint, max(indexed_at)
-FROM pgrecall.documents
-WHERE source_root = %(root)s AND parent_id IS NULL

@@ -9,15 +9,6 @@ WHERE queue_name = %(queue)s
   AND status IN ('todo', 'doing')
   AND args ->> 'root' = ANY(%(roots)s)
 
--- stalled_job_count --
--- Jobs held by a worker whose heartbeat stopped (killed, machine lost) or that left none.
-SELECT count(*)::bigint
-FROM procrastinate_jobs j
-LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
-WHERE j.queue_name = %(queue)s
-  AND j.status = 'doing'
-  AND (w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => %(stalled_seconds)s))
-
 -- accounted_paths --
 -- Files of a root that have a row: indexed, or recorded with the reason they were not.
 SELECT path

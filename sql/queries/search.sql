@@ -110,21 +110,6 @@ FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)
 
--- index_status --
-SELECT
-    (SELECT count(*) FROM pgrecall.documents WHERE kind NOT IN ('claude_export', 'unsupported')) AS documents,
-    (SELECT count(*) FROM pgrecall.chunks) AS chunks,
-    (SELECT count(*) FROM pgrecall.documents WHERE error IS NOT NULL AND kind <> 'unsupported') AS failed,
-    (SELECT count(*) FROM pgrecall.documents WHERE kind = 'unsupported') AS skipped,
-    (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at
-
--- failures --
-SELECT source_root, path, kind, error_stage, error
-FROM pgrecall.documents
-WHERE error IS NOT NULL
-ORDER BY source_root, path
-LIMIT %(limit)s
-
 -- reader_role_available --
 SELECT pg_has_role(current_user, 'pgrecall_reader', 'MEMBER')
 FROM pg_roles WHERE rolname = 'pgrecall_reader'
@@ -143,10 +128,6 @@ LIMIT 1
 
 -- document_chunks --
 SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s ORDER BY ordinal
-
--- health --
-SELECT (SELECT max(indexed_at) FROM pgrecall.documents), pgrecall.queue_depth(),
-       (SELECT count(*) FROM pgrecall.documents WHERE kind NOT IN ('claude_export', 'unsupported'))
 
 -- reader_can_log_in --
 -- pgrecall.api.reader: may the search side log in as the reader role (0008)?

@@ -1,4 +1,4 @@
--- Queries of the long-running service (worker/service.py, worker/watch.py) and of `pgrecall status`.
+-- Queries of the long-running service (worker/service.py, worker/watch.py); `pgrecall status` reads status.sql.
 
 -- set_watch_mode --
 UPDATE pgrecall.roots
@@ -10,10 +10,6 @@ UPDATE pgrecall.roots
 SET watcher_seen_at = now(),
     last_event_at = GREATEST(last_event_at, %(last_event_at)s::timestamptz)
 WHERE path = %(path)s
-
--- root_watch_states --
-SELECT path, watch_mode, watch_mode_since, watcher_seen_at, last_event_at
-FROM pgrecall.roots
 
 -- service_status --
 SELECT

@@ -8,6 +8,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from pgrecall import kinds
 from pgrecall.errors import PgRecallError, UnsupportedFile
 from pgrecall.worker.adapters import claude, markdown, text
 from pgrecall.worker.document import ParsedDocument, Section
@@ -17,18 +18,40 @@ class ParseError(PgRecallError):
     """The file could not be parsed."""
 
 
-MARKDOWN_SUFFIXES = {".md", ".markdown"}
-TEXT_SUFFIXES = {".txt"}
-JSON_SUFFIXES = {".json"}
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | JSON_SUFFIXES
+# The one map from a file's suffix to its kind: what is read, and by which adapter.
+KIND_BY_SUFFIX = {
+    ".md": kinds.MARKDOWN,
+    ".markdown": kinds.MARKDOWN,
+    ".txt": kinds.TEXT,
+    ".json": kinds.CLAUDE_EXPORT,
+}
+# Kinds of file that hold documents of their own, each stored as a child row of the file's row.
+CONTAINER_KINDS = frozenset({kinds.CLAUDE_EXPORT})
+
+
+@dataclasses.dataclass(frozen=True)
+class Parsed:
+    """What a file turned out to hold."""
+
+    kind: str  # the file's kind, as kind_of(path) named it before reading
+    documents: list[ParsedDocument]
+    # The file holds several documents (an export's conversations), each at
+    # "<path>#<id>", under a row of the file's own; otherwise documents is the
+    # file itself, as one document at its path.
+    container: bool
 
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def kind_of(path: str) -> str:
+    """The kind of file at `path`, from its suffix alone: kinds.UNSUPPORTED for a type no adapter reads."""
+    return KIND_BY_SUFFIX.get(PurePosixPath(path).suffix.lower(), kinds.UNSUPPORTED)
+
+
 def is_supported(path: str) -> bool:
-    return PurePosixPath(path).suffix.lower() in SUPPORTED_SUFFIXES
+    return kind_of(path) != kinds.UNSUPPORTED
 
 
 BINARY_PROBE_BYTES = 8192
@@ -94,22 +117,26 @@ def unsupported_reason(path: str) -> str:
     return f"unsupported file type {suffix or '(no extension)'!r}"
 
 
-def parse(path: str, data: bytes) -> list[ParsedDocument]:
+def _read(kind: str, path: str, decoded: str, digest: str) -> list[ParsedDocument]:
+    if kind == kinds.MARKDOWN:
+        return [markdown.parse(path, decoded, digest)]
+    if kind == kinds.TEXT:
+        return [text.parse(path, decoded, digest)]
+    if kind == kinds.CLAUDE_EXPORT:
+        return claude.parse_export(path, decoded)
+    raise UnsupportedFile(unsupported_reason(path))
+
+
+def parse(path: str, data: bytes) -> Parsed:
     """Parse the file at `path` (relative to its root). Raises UnsupportedFile or ParseError."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
+    kind = kind_of(path)
+    if kind == kinds.UNSUPPORTED:
         raise UnsupportedFile(unsupported_reason(path))
     decoded = decode_text(data)
-    digest = content_hash(data)
     try:
-        if suffix in MARKDOWN_SUFFIXES:
-            documents = [markdown.parse(path, decoded, digest)]
-        elif suffix in TEXT_SUFFIXES:
-            documents = [text.parse(path, decoded, digest)]
-        else:
-            documents = claude.parse_export(path, decoded)
+        documents = _read(kind, path, decoded, content_hash(data))
     except RecursionError:
         raise ParseError("nested too deeply") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ParseError(f"{type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
-    return [clean_document(document) for document in documents]
+    return Parsed(kind, [clean_document(document) for document in documents], kind in CONTAINER_KINDS)

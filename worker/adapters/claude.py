@@ -11,10 +11,9 @@ import hashlib
 import json
 from typing import Any
 
+from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
 from pgrecall.worker.document import ParsedDocument, Section
-
-KIND = "claude_conversation"
 
 
 def looks_like_export(value: Any) -> bool:
@@ -89,7 +88,7 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
     canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return ParsedDocument(
         path=f"{path}#{uuid}",
-        kind=KIND,
+        kind=kinds.CLAUDE_CONVERSATION,
         title=name,
         content_hash=hashlib.sha256(canonical).hexdigest(),
         sections=sections,

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from pgrecall import kinds
 from pgrecall.worker.document import ParsedDocument, Section
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -124,7 +125,7 @@ def parse(path: str, text: str, digest: str) -> ParsedDocument:
     title = metadata.get("title") if isinstance(metadata.get("title"), str) else None
     return ParsedDocument(
         path=path,
-        kind="markdown",
+        kind=kinds.MARKDOWN,
         title=title or first_h1 or PurePosixPath(path).stem,
         content_hash=digest,
         sections=sections,

@@ -1,0 +1,276 @@
+"""The write path's cost per document, the model's time taken out; prints JSON.
+
+    .venv/bin/python bench/write_bench.py [--documents 2000] [--writers 1,2,4]
+        [--compare-without 0010_drop_unread_chunk_fields.sql]
+
+Turns the first DOCUMENTS SciFact abstracts into Markdown notes (title as
+heading), parses and chunks them with the real adapter and chunker, and gives
+every chunk a random unit vector, all before the clock starts. Then writes
+them through the real write path, `pgrecall.worker.store.write_document`
+(one transaction per document: binary COPY, postings, BM25 statistics, HNSW),
+into a database of the bench's own, migrated for the purpose, on the server
+of PGRECALL_DATABASE_URL or else on the embedded server of a temporary
+PGRECALL_HOME. Reports documents/s and the per-document write time (p50, p95).
+
+--compare-without NAME migrates a second database without migration NAME
+(the schema as it was before it) and writes the same documents into both,
+batch by batch in alternation (A then B, then B then A), so that both see the
+same load on the machine and the same index sizes; the ratio is what to read,
+absolute times vary from run to run.
+
+--writers N (or a list, 1,2,4) runs N writer processes at once, each writing
+its share of every batch through its own connection; each count runs on
+fresh databases. A document's time is measured in the process writing it;
+documents/s is over the wall time from the first writer's start of a batch to
+the last one's end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
+ROOT = "/write-bench/scifact"
+CURRENT = "current"
+BASELINE = "baseline"
+
+
+def load_documents(corpus: Path, limit: int, seed: int) -> tuple[list, str]:
+    """[(document, chunks, vectors)] and the chunking signature: parsed, chunked, vectors made."""
+    from pgrecall.embedding import DIMENSIONS, get_embedder
+    from pgrecall.settings import load_settings
+    from pgrecall.worker.adapters import markdown
+    from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
+
+    settings = load_settings()
+    embedder = get_embedder(settings.model, settings.embed_batch_size)  # its tokenizer counts word pieces
+    max_tokens = token_budget(settings.chunk_tokens, embedder.max_tokens)
+    rng = np.random.default_rng(seed)
+    documents = []
+    with open(corpus / "corpus.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            if len(documents) >= limit:
+                break
+            entry = json.loads(line)
+            title = " ".join(entry.get("title", "").split()) or entry["_id"]
+            text = f"# {title}\n\n{entry['text']}\n"
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            document = markdown.parse(f"{entry['_id']}.md", text, digest)
+            chunks = chunk_sections(document.sections, embedder.count_tokens, max_tokens=max_tokens)
+            vectors = rng.standard_normal((len(chunks), DIMENSIONS))
+            vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+            documents.append((document, chunks, vectors))
+    return documents, chunking_signature(settings.chunk_tokens)
+
+
+def prepare_database(server_url: str, name: str, without: str | None) -> str:
+    from pgrecall import database
+    from pgrecall.migrate import bundled_migrations, migrate
+
+    url = database.ensure_database(server_url, name, fresh=True)
+    migrations = bundled_migrations()
+    if without is not None:
+        if without not in {m.name for m in migrations}:
+            raise SystemExit(f"no migration {without!r}")
+        migrations = [m for m in migrations if m.name != without]
+    with database.connect(url) as conn:
+        migrate(conn, migrations)
+    return url
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def writer(number: int, writers: int, urls: dict, phases: list, documents: list, chunking: str, barrier, results):
+    """One writer process: its share of each phase's batch, in step with the others."""
+    asyncio.run(_write_phases(number, writers, urls, phases, documents, chunking, barrier, results))
+
+
+async def _write_phases(number, writers, urls, phases, documents, chunking, barrier, results) -> None:
+    import psycopg
+
+    from pgrecall import database
+    from pgrecall.worker import store
+
+    connections = {}
+    for label, url in urls.items():
+        connections[label] = await psycopg.AsyncConnection.connect(url)
+        await database.configure_connection_async(connections[label])
+    timings = []
+    try:
+        for label, batch in phases:
+            mine = batch[number::writers]
+            barrier.wait()
+            started = time.perf_counter()
+            per_document = []
+            for index in mine:
+                document, chunks, vectors = documents[index]
+                before = time.perf_counter()
+                await store.write_document(
+                    connections[label],
+                    root=ROOT,
+                    document=document,
+                    chunks=chunks,
+                    vectors=vectors,
+                    info=None,
+                    chunking=chunking,
+                )
+                per_document.append((time.perf_counter() - before) * 1000)
+            timings.append((label, started, time.perf_counter(), per_document))
+    finally:
+        for conn in connections.values():
+            await conn.close()
+    results.put((number, timings))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def run_once(server_url: str, documents: list, chunking: str, writers: int, batch: int, without: str | None) -> dict:
+    labels = [CURRENT] + ([BASELINE] if without else [])
+    names = {label: f"pgrecall_write_bench_{label}" for label in labels}
+    urls = {
+        label: prepare_database(server_url, names[label], without if label == BASELINE else None) for label in labels
+    }
+    batches = [list(range(start, min(start + batch, len(documents)))) for start in range(0, len(documents), batch)]
+    phases = [
+        (label, indices)
+        for number, indices in enumerate(batches)
+        for label in (labels if number % 2 == 0 else labels[::-1])
+    ]
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(writers)
+    results = context.Queue()
+    processes = [
+        context.Process(target=writer, args=(n, writers, urls, phases, documents, chunking, barrier, results))
+        for n in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        collected = [results.get(timeout=3600) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(60)
+    if any(process.exitcode != 0 for process in processes):
+        raise SystemExit("a writer process failed")
+    run: dict = {"writers": writers}
+    for label in labels:
+        seconds = 0.0
+        per_document: list[float] = []
+        for phase, _ in enumerate(phases):
+            spans = [timings[phase] for _, timings in collected]
+            if spans[0][0] != label:
+                continue
+            seconds += max(end for _, _, end, _ in spans) - min(start for _, start, _, _ in spans)
+            per_document += [ms for *_, times in spans for ms in times]
+        run[label] = {
+            "documents_per_s": round(len(per_document) / seconds, 1),
+            "document_p50_ms": round(statistics.median(per_document), 2),
+            "document_p95_ms": round(percentile(per_document, 95), 2),
+            "seconds": round(seconds, 1),
+        }
+    if without:
+        run["current_to_baseline"] = {
+            "documents_per_s": round(run[CURRENT]["documents_per_s"] / run[BASELINE]["documents_per_s"], 3),
+            "document_p50_ms": round(run[CURRENT]["document_p50_ms"] / run[BASELINE]["document_p50_ms"], 3),
+            "document_p95_ms": round(run[CURRENT]["document_p95_ms"] / run[BASELINE]["document_p95_ms"], 3),
+        }
+    for label, url in urls.items():
+        run[label].update(schema_check(url))
+    for name in names.values():
+        drop_database(server_url, name)
+    return run
+
+
+def schema_check(url: str) -> dict:
+    """What was written, and whether the schema holds what the comparison is about."""
+    from pgrecall import database
+
+    with database.connect(url) as conn:
+        chunks = conn.execute("SELECT count(*) FROM pgrecall.chunks").fetchone()[0]
+        postings = conn.execute("SELECT count(*) FROM pgrecall.postings").fetchone()[0]
+        gin = conn.execute("SELECT pg_relation_size(to_regclass('pgrecall.chunks_fts'))").fetchone()[0]
+        metadata = conn.execute(
+            "SELECT count(*) FROM information_schema.columns"
+            " WHERE table_schema = 'pgrecall' AND table_name = 'chunks' AND column_name = 'metadata'"
+        ).fetchone()[0]
+    return {
+        "chunks_written": chunks,
+        "postings_written": postings,
+        "gin_index_bytes": gin,
+        "metadata_column": bool(metadata),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--documents", type=int, default=2000)
+    parser.add_argument("--writers", default="1", help="writer processes, or a list of counts: 1,2,4")
+    parser.add_argument("--batch", type=int, default=50, help="documents per batch (alternation step)")
+    parser.add_argument("--compare-without", metavar="MIGRATION", help="also write a database migrated without it")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    writer_counts = [int(n) for n in args.writers.split(",") if n]
+    if not 1 <= args.documents <= 100_000 or not all(1 <= n <= 16 for n in writer_counts) or args.batch < 1:
+        parser.error("--documents from 1 to 100000, --writers from 1 to 16, --batch at least 1")
+
+    from pgrecall import database
+    from pgrecall.logs import configure_logging
+    from pgrecall.settings import load_settings
+
+    configure_logging()
+    home = None
+    if os.environ.get("PGRECALL_DATABASE_URL"):
+        server_url = os.environ["PGRECALL_DATABASE_URL"]
+    else:
+        home = Path(tempfile.mkdtemp(prefix="pgrecall-write-bench-"))
+        server_url = database.start_embedded(load_settings({**os.environ, "PGRECALL_HOME": str(home)}))
+    try:
+        prepared = time.perf_counter()
+        documents, chunking = load_documents(args.corpus, args.documents, args.seed)
+        prepare_seconds = time.perf_counter() - prepared
+        runs = [
+            run_once(server_url, documents, chunking, writers, args.batch, args.compare_without)
+            for writers in writer_counts
+        ]
+    finally:
+        if home is not None:
+            database.stop_embedded(load_settings({**os.environ, "PGRECALL_HOME": str(home)}))
+            shutil.rmtree(home, ignore_errors=True)
+    result = {
+        "documents": len(documents),
+        "chunks": sum(len(chunks) for _, chunks, _ in documents),
+        "vectors": "random unit vectors, made before timing",
+        "batch": args.batch,
+        "baseline": f"without {args.compare_without}" if args.compare_without else None,
+        "prepare_seconds": round(prepare_seconds, 1),
+        "runs": runs,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

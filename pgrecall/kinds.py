@@ -1,0 +1,18 @@
+"""The kinds of document row: what `pgrecall.documents.kind` holds.
+
+Shared by the write side (the adapters name what they parsed) and the read side
+(the search filter, the status counts), which must not import the worker.
+"""
+
+from __future__ import annotations
+
+MARKDOWN = "markdown"
+TEXT = "text"
+CLAUDE_CONVERSATION = "claude_conversation"  # one conversation of an export: "<file>#<uuid>"
+CLAUDE_EXPORT = "claude_export"  # the export file itself: a container, its conversations are its children
+UNSUPPORTED = "unsupported"  # a file skipped without being indexed (its type, its size, a link out of its root)
+
+# Kinds whose rows have chunks: what a search's `kind` filter may name.
+SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION)
+# Rows that are not documents of their own: `status` counts neither (the skipped ones apart).
+NOT_DOCUMENTS = (CLAUDE_EXPORT, UNSUPPORTED)

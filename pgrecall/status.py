@@ -1,0 +1,115 @@
+"""What pgrecall reports about itself: `pgrecall status`, `pgrecall failures` and the search side's /health.
+
+Read here and nowhere else, from synchronous connections, with the named
+queries of sql/queries/status.sql. Both sides import it: the command line and
+the read-only search side (which must never import the worker), so it imports
+nothing of `pgrecall.worker`; what only the worker knows (how many files a
+root's folder holds) comes in as a function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgrecall import kinds, queries
+from pgrecall.settings import Settings
+
+# The Procrastinate queue of pgrecall's jobs: the worker's tasks are deferred to it.
+QUEUE = "pgrecall"
+
+Q = queries.load("status.sql")
+_KINDS = {"not_documents": list(kinds.NOT_DOCUMENTS), "skipped_kind": kinds.UNSUPPORTED}
+
+
+def _row(cursor: psycopg.Cursor) -> dict[str, Any]:
+    names = [column.name for column in cursor.description]
+    return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+def _rows(cursor: psycopg.Cursor) -> list[dict[str, Any]]:
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def index_status(conn: psycopg.Connection) -> dict[str, Any]:
+    """documents, chunks, failed, skipped, last_indexed_at."""
+    return _row(conn.execute(Q["index_status"], _KINDS))
+
+
+def queue_status(conn: psycopg.Connection) -> dict[str, Any]:
+    """Jobs waiting (todo), running (doing) and failed, and since when the oldest has waited."""
+    return _row(conn.execute(Q["queue_status"], {"queue": QUEUE}))
+
+
+def stalled_job_count(conn: psycopg.Connection, stalled_seconds: float) -> int:
+    """Running jobs whose worker sent no heartbeat for `stalled_seconds`: the next worker runs them again."""
+    return conn.execute(Q["stalled_job_count"], {"queue": QUEUE, "stalled_seconds": stalled_seconds}).fetchone()[0]
+
+
+def roots(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Every root watched or with documents: name (None for a folder only indexed), path, files indexed
+    without error, last_indexed_at, and the watcher's watch_mode, watch_mode_since, watcher_seen_at,
+    last_event_at (None where no watcher ever ran)."""
+    return _rows(conn.execute(Q["roots"]))
+
+
+def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]]:
+    """Files that could not be indexed: source_root, path, kind, error_stage, error."""
+    return _rows(conn.execute(Q["failures"], {"limit": limit}))
+
+
+def health(conn: psycopg.Connection) -> dict[str, Any]:
+    """last_indexed_at, queue_depth, documents; readable by the reader role."""
+    return _row(conn.execute(Q["health"], {"queue": QUEUE, **_KINDS}))
+
+
+def memory_count(conn: psycopg.Connection, folder: Path) -> int:
+    """Notes of the memory folder indexed without error that are memories (an id in their front matter)."""
+    return conn.execute(Q["memory_count"], {"root": str(folder)}).fetchone()[0]
+
+
+def report(
+    conn: psycopg.Connection,
+    settings: Settings,
+    count_files: Callable[[Path], int] | None = None,
+    memory_folder: Path | None = None,
+    count_memories: Callable[[Path], int] | None = None,
+) -> dict[str, Any]:
+    """Everything `pgrecall status` shows. `count_files(folder)` says how many files a root's
+    folder holds (the worker's scan); without it, or for a folder that is gone, `files` is None.
+    With `memory_folder`, `memories` is {folder, count: the notes `count_memories(folder)` finds
+    there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}."""
+    status = index_status(conn)
+    status["queue"] = queue_status(conn) | {"stalled": stalled_job_count(conn, settings.stalled_seconds)}
+    status["roots"] = []
+    for root in roots(conn):
+        folder = Path(root["path"])
+        files = count_files(folder) if count_files is not None and folder.is_dir() else None
+        status["roots"].append(
+            {
+                "name": root["name"],
+                "path": root["path"],
+                "indexed": root["indexed"],
+                "files": files,
+                "last_indexed_at": root["last_indexed_at"],
+                "watch_mode": root["watch_mode"],
+                "watch_mode_since": root["watch_mode_since"],
+                "watcher_seen_at": root["watcher_seen_at"],
+                "last_event_at": root["last_event_at"],
+            }
+        )
+    if memory_folder is not None:
+        count = None
+        if count_memories is not None:
+            count = count_memories(memory_folder) if memory_folder.is_dir() else 0
+        status["memories"] = {
+            "folder": str(memory_folder),
+            "count": count,
+            "indexed": memory_count(conn, memory_folder),
+        }
+    status["database"] = "embedded" if settings.embedded else "external"
+    return status

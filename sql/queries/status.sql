@@ -1,0 +1,75 @@
+-- What `pgrecall status`, `pgrecall failures` and the search side's /health read (pgrecall.status).
+-- The queue's name and the document kinds come as parameters from pgrecall.status and pgrecall.kinds.
+
+-- index_status --
+-- not_documents: kinds.NOT_DOCUMENTS; skipped_kind: kinds.UNSUPPORTED.
+SELECT
+    (SELECT count(*) FROM pgrecall.documents WHERE kind <> ALL(%(not_documents)s::text[])) AS documents,
+    (SELECT count(*) FROM pgrecall.chunks) AS chunks,
+    (SELECT count(*) FROM pgrecall.documents WHERE error IS NOT NULL AND kind <> %(skipped_kind)s) AS failed,
+    (SELECT count(*) FROM pgrecall.documents WHERE kind = %(skipped_kind)s) AS skipped,
+    (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at
+
+-- queue_status --
+-- Jobs of one queue by status, and when the oldest waiting one was deferred (by the database's clock).
+SELECT count(*) FILTER (WHERE j.status = 'todo')::bigint AS todo,
+       count(*) FILTER (WHERE j.status = 'doing')::bigint AS doing,
+       count(*) FILTER (WHERE j.status = 'failed')::bigint AS failed,
+       min(e.at) AS oldest_waiting_since,
+       round(extract(epoch FROM now() - min(e.at))::numeric, 1)::float8 AS oldest_waiting_age_s
+FROM procrastinate_jobs j
+LEFT JOIN LATERAL (
+    SELECT min(ev.at) AS at FROM procrastinate_events ev WHERE ev.job_id = j.id AND ev.type = 'deferred'
+) e ON j.status = 'todo'
+WHERE j.queue_name = %(queue)s
+
+-- stalled_job_count --
+-- Jobs held by a worker whose heartbeat stopped (killed, machine lost) or that left none.
+SELECT count(*)::bigint
+FROM procrastinate_jobs j
+LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
+WHERE j.queue_name = %(queue)s
+  AND j.status = 'doing'
+  AND (w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => %(stalled_seconds)s))
+
+-- roots --
+-- Every root that is watched or has documents, with its files indexed without
+-- error, when it was last indexed, and how the watcher last said it watches it.
+WITH known AS (
+    SELECT r.name, r.path FROM pgrecall.roots r
+    UNION
+    SELECT NULL, d.source_root FROM pgrecall.documents d
+    WHERE NOT EXISTS (SELECT 1 FROM pgrecall.roots r WHERE r.path = d.source_root)
+    GROUP BY d.source_root
+)
+SELECT k.name, k.path, p.indexed, p.last_indexed_at,
+       r.watch_mode, r.watch_mode_since, r.watcher_seen_at, r.last_event_at
+FROM known k
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.error IS NULL)::bigint AS indexed, max(d.indexed_at) AS last_indexed_at
+    FROM pgrecall.documents d
+    WHERE d.source_root = k.path AND d.parent_id IS NULL
+) p
+LEFT JOIN pgrecall.roots r ON r.path = k.path
+ORDER BY k.path
+
+-- memory_count --
+-- Memories in the index: notes of the memory folder indexed without error, with an id in their
+-- front matter (other files a user put in the folder are indexed too, but are not memories).
+SELECT count(*)::bigint
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL AND error IS NULL AND metadata ? 'id'
+
+-- failures --
+SELECT source_root, path, kind, error_stage, error
+FROM pgrecall.documents
+WHERE error IS NOT NULL
+ORDER BY source_root, path
+LIMIT %(limit)s
+
+-- health --
+-- Runs as pgrecall_reader, which may not read the queue's tables: the depth
+-- comes through pgrecall.queue_depth(text) (migration 0009).
+SELECT (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at,
+       pgrecall.queue_depth(%(queue)s) AS queue_depth,
+       (SELECT count(*) FROM pgrecall.documents WHERE kind <> ALL(%(not_documents)s::text[])) AS documents

@@ -1,0 +1,127 @@
+"""Settings from the environment: one table, no database."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.errors import ConfigurationError
+from pgrecall.settings import SETTINGS, Settings, load_settings
+
+INTEGERS = [s for s in SETTINGS if s.minimum is not None]
+
+# The defaults, written out here on purpose: a change to one must be a choice.
+EXPECTED_DEFAULTS = {
+    "database_url": None,
+    "search_database_url": None,
+    "api_token": None,
+    "model": None,
+    "worker_concurrency": 32,
+    "embed_batch_size": 64,
+    "max_file_bytes": 10 * 1024 * 1024,
+    "chunk_tokens": 128,
+    "rrf_k": 60,
+    "ef_search": 200,
+    "log_format": None,
+    "reconcile_seconds": 600,
+    "stalled_seconds": 30,
+}
+
+
+def test_the_table_covers_every_field_once():
+    assert [s.field for s in SETTINGS] == [f.name for f in dataclasses.fields(Settings)]
+    assert len({s.variable for s in SETTINGS}) == len(SETTINGS)
+    assert all(s.variable.startswith("PGRECALL_") for s in SETTINGS)
+
+
+def test_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    settings = load_settings({})
+    assert {name: getattr(settings, name) for name in EXPECTED_DEFAULTS} == EXPECTED_DEFAULTS
+    assert settings.home == (tmp_path / "data" / "pgrecall").resolve()
+    assert settings.config_file == tmp_path / "config" / "pgrecall" / "config.toml"
+    assert settings.embedded
+    # The dataclass has the same defaults: one table drives both.
+    built = Settings(home=Path("/h"), config_file=Path("/c"))
+    assert {name: getattr(built, name) for name in EXPECTED_DEFAULTS} == EXPECTED_DEFAULTS
+
+
+def test_empty_values_mean_the_default():
+    settings = load_settings({s.variable: "" for s in SETTINGS})
+    assert {name: getattr(settings, name) for name in EXPECTED_DEFAULTS} == EXPECTED_DEFAULTS
+
+
+def test_each_variable_is_parsed(tmp_path):
+    env = {
+        "PGRECALL_HOME": str(tmp_path / "home"),
+        "PGRECALL_DATABASE_URL": "postgresql://db/x",
+        "PGRECALL_SEARCH_DATABASE_URL": "postgresql://replica/x",
+        "PGRECALL_API_TOKEN": "secret",
+        "PGRECALL_MODEL": "/models/m",
+        "PGRECALL_LOG_FORMAT": "json",
+        "PGRECALL_CONFIG": str(tmp_path / "c.toml"),
+    }
+    integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
+    settings = load_settings({**env, **integers})
+    assert settings.home == (tmp_path / "home").resolve()
+    assert settings.database_url == "postgresql://db/x" and not settings.embedded
+    assert settings.search_database_url == "postgresql://replica/x"
+    assert settings.api_token == "secret"
+    assert settings.model == "/models/m"
+    assert settings.log_format == "json"
+    assert settings.config_file == (tmp_path / "c.toml").resolve()
+    for setting in INTEGERS:
+        assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
+    assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
+
+
+def test_home_and_config_expand_the_user(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = load_settings({"PGRECALL_HOME": "~/h", "PGRECALL_CONFIG": "~/c.toml"})
+    assert settings.home == (tmp_path / "h").resolve()
+    assert settings.config_file == (tmp_path / "c.toml").resolve()
+
+
+@pytest.mark.parametrize("setting", INTEGERS, ids=lambda s: s.variable)
+def test_an_integer_below_its_minimum_is_refused_naming_the_variable(setting):
+    settings = load_settings({setting.variable: str(setting.minimum)})
+    assert getattr(settings, setting.field) == setting.minimum  # the minimum itself is accepted
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings({setting.variable: str(setting.minimum - 1)})
+    message = str(refused.value)
+    assert message == f"{setting.variable} must be at least {setting.minimum}, got {setting.minimum - 1}"
+
+
+@pytest.mark.parametrize("setting", INTEGERS, ids=lambda s: s.variable)
+@pytest.mark.parametrize("raw", ["ten", "1.5", "3\n4"])
+def test_a_non_integer_is_refused_in_one_line_naming_the_variable(setting, raw):
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings({setting.variable: raw})
+    message = str(refused.value)
+    assert message.startswith(f"{setting.variable} must be an integer, got ")
+    assert "\n" not in message
+
+
+def test_an_unknown_log_format_is_refused():
+    with pytest.raises(ConfigurationError, match=r"^PGRECALL_LOG_FORMAT must be console or json, got 'xml'$"):
+        load_settings({"PGRECALL_LOG_FORMAT": "xml"})
+
+
+def test_help_lists_every_variable_with_its_default():
+    from pgrecall.cli import build_parser
+
+    text = build_parser().format_help()
+    lines = {line.split()[0]: line for line in text.splitlines() if line.strip().startswith("PGRECALL_")}
+    assert set(lines) == {s.variable for s in SETTINGS}
+    for setting in SETTINGS:
+        assert f"(default: {setting.default_text})" in lines[setting.variable], setting.variable
+    assert "(default: 64)" in lines["PGRECALL_EMBED_BATCH"]
+    assert "(default: 10485760)" in lines["PGRECALL_MAX_FILE_BYTES"]
+
+
+def test_the_embedder_takes_its_batch_size_default_from_the_table():
+    default = load_settings({}).embed_batch_size
+    assert Embedder("/nowhere").batch_size == default  # the model itself loads lazily: nothing read here
+    assert get_embedder.__wrapped__().batch_size == default
