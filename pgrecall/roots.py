@@ -10,7 +10,7 @@ name = "claude"
 path = "~/Downloads/claude-export"
 
 [memory]
-folder = "~/notes/memories"   # default: memories/ in the data directory (PGRECALL_HOME)
+folder = "~/memories"   # default: memories/ in the data directory; never inside a root
 """
 
 from __future__ import annotations
@@ -78,6 +78,13 @@ def with_memories(roots: list[Root], folder: Path) -> list[Root]:
     others = [root for root in roots if root.path != folder]  # the memory folder named as a root: once
     if any(root.name == MEMORY_ROOT for root in others):
         raise ConfigurationError(f'the root name "{MEMORY_ROOT}" is taken by the memory folder; rename that root')
+    for root in others:
+        # Nested, every note would be indexed twice, once under each root.
+        if folder.is_relative_to(root.path) or root.path.is_relative_to(folder):
+            raise ConfigurationError(
+                f"the memory folder {folder} and the root {root.name} ({root.path}) are inside one another; "
+                "move the memory folder out ([memory] folder in the config file)"
+            )
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return [*others, Root(MEMORY_ROOT, folder)]
 
@@ -98,8 +105,9 @@ def from_config(config_file: Path) -> list[Root]:
     return roots
 
 
-def resolve(paths: list[str], config_file: Path | None) -> list[Root]:
+def resolve(paths: list[str], config_file: Path | None, required: bool = True) -> list[Root]:
+    """The roots named on the command line, else those of the config file; none is an error if `required`."""
     roots = from_arguments(paths) if paths else from_config(config_file) if config_file else []
-    if not roots:
+    if not roots and required:
         raise InvalidInput("no folders to watch: name them, or list [[roots]] in the config file")
     return roots

@@ -101,3 +101,15 @@ def test_folders_named_on_the_command_line_win_over_the_config_file(tmp_path):
         roots.resolve([], tmp_path / "absent.toml")
     with pytest.raises(InvalidInput, match="no folders to watch"):
         roots.resolve([], None)
+
+
+def test_the_memory_folder_is_always_a_root_and_never_nested_in_another(tmp_path):
+    _folders(tmp_path, "notes", "notes/memories", "memories")
+    notes = Root("notes", tmp_path / "notes")
+    assert roots.with_memories([], tmp_path / "memories") == [Root("memories", tmp_path / "memories")]
+    assert roots.with_memories([notes], tmp_path / "memories")[-1] == Root("memories", tmp_path / "memories")
+    with pytest.raises(ConfigurationError, match="inside one another"):
+        roots.with_memories([notes], tmp_path / "notes" / "memories")
+    with pytest.raises(ConfigurationError, match="inside one another"):
+        roots.with_memories([Root("all", tmp_path)], tmp_path / "memories")
+    assert roots.resolve([], None, required=False) == []
