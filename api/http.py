@@ -1,8 +1,15 @@
-"""`pgrecall api`: the search module over HTTP JSON (FastAPI on uvicorn).
+"""`pgrecall api`: the search module, and the memories, over HTTP JSON (FastAPI on uvicorn).
 
 Loopback by default. Listening on any other address requires a bearer token
 (PGRECALL_API_TOKEN), and then every request must carry it. Bad input gets a
 4xx with a one-line reason; nothing reaches a traceback.
+
+Requests and hits are those of pgrecall.api.contract: the pydantic models here
+are generated from it (a field added there appears here), and every value is
+validated by the contract's functions, so the CLI, MCP and Python answer the
+same input with the same message. Memory writes (POST, PATCH, DELETE /memories)
+go through a memory client that the caller passes in (this module never imports
+the write path); `pgrecall api --read-only` refuses them with 403.
 """
 
 from __future__ import annotations
@@ -10,29 +17,39 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import signal
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import psycopg
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pgrecall.api.search import FILTER_FIELDS, MAX_QUERY_CHARS, Searcher
-from pgrecall.errors import ConfigurationError, DatabaseUnavailable, InvalidInput
+from pgrecall.api import contract
+from pgrecall.api.contract import DEFAULT_K, FILTERS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
+from pgrecall.api.search import Searcher
+from pgrecall.api.startup import Startup
+from pgrecall.errors import ConfigurationError, DatabaseUnavailable, InvalidInput, PgRecallError
 
-MAX_K = 100
+SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
+READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
 
+# Bounds are documented in the schema but checked by the contract, so that every
+# interface refuses the same value with the same message.
+_K_SCHEMA = {"minimum": 1, "maximum": MAX_K}
+_MODE_SCHEMA = {"enum": list(MODES)}
 
-class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    source_root: str | None = None
-    root: str | None = Field(None, description="a root's name, as given to serve/watch")
-    path_prefix: str | None = Field(None, description="relative to the root, or absolute")
-    kind: str | None = Field(None, description="markdown, text or claude_conversation")
-    metadata: dict[str, Any] | None = Field(None, description='front matter to match, e.g. {"project": "apollo"}')
-    modified_since: str | None = Field(None, description="ISO date or time")
+Filters = create_model(
+    "Filters",
+    __config__=ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False}),
+    __doc__="Search filters (pgrecall.api.contract.FILTERS); unknown names are refused.",
+    **{
+        field.name: (field.type | None, Field(None, description=field.description, examples=[field.example]))
+        for field in FILTERS
+    },
+)
 
 
 class SearchRequest(BaseModel):
@@ -45,30 +62,41 @@ class SearchRequest(BaseModel):
             ]
         },
     )
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    k: int = Field(10, ge=1, le=MAX_K)
-    mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
-    filters: Filters | None = None
+    query: str = Field(description=f"what to look for, up to {MAX_QUERY_CHARS} characters")
+    k: int = Field(DEFAULT_K, description=f"how many hits, 1 to {MAX_K}", json_schema_extra=_K_SCHEMA)
+    mode: str = Field("hybrid", description="hybrid, vector or keyword", json_schema_extra=_MODE_SCHEMA)
+    filters: Filters | None = None  # type: ignore[valid-type]
     enrich: bool = Field(False, description="also search key-term variants of the query")
 
+    def contract(self) -> contract.SearchRequest:
+        filters = self.filters.model_dump(exclude_none=True) if self.filters is not None else None
+        return contract.search_request(self.query, k=self.k, mode=self.mode, enrich=self.enrich, filters=filters)
 
-class HitOut(BaseModel):
-    chunk_id: int
-    document_id: int
-    path: str
-    source_root: str
-    heading: str
-    text: str
-    snippet: str
-    score: float
-    ranks: dict[str, int | None]
-    kind: str
-    title: str | None
+
+SearchQuery = create_model(
+    "SearchQuery",
+    __config__=ConfigDict(extra="forbid"),
+    q=(str, Field(description="the query", examples=["postgres vacuum settings"])),
+    k=(int, Field(DEFAULT_K, description=f"how many hits, 1 to {MAX_K}", json_schema_extra=_K_SCHEMA)),
+    mode=(str, Field("hybrid", json_schema_extra=_MODE_SCHEMA)),
+    enrich=(bool, False),
+    **{
+        field.name: (str | None, Field(None, description=field.description, examples=[field.example]))
+        for field in FILTERS
+        if field.type is str
+    },
+)
+
+HitOut = create_model(
+    "Hit",
+    __doc__="One passage found: the JSON of pgrecall.api.contract.Hit.to_json(), as the CLI and MCP give it.",
+    **{name: (kind, Field(description=HIT_FIELDS[name])) for name, kind in contract.hit_json_types().items()},
+)
 
 
 class SearchResponse(BaseModel):
     query: str
-    hits: list[HitOut]
+    hits: list[HitOut]  # type: ignore[valid-type]
 
 
 class ChunkOut(BaseModel):
@@ -97,6 +125,71 @@ class HealthOut(BaseModel):
     last_indexed_at: str | None
 
 
+_METADATA_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {"type": ["string", "number", "boolean"]},
+    "description": "a flat mapping of names to strings, numbers or booleans: front matter of the note",
+}
+
+
+class RememberBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "text": "Deploys go out on Tuesdays: Friday deploys broke on-call twice.",
+                    "title": "Deploy day",
+                    "tags": ["ops"],
+                    "metadata": {"project": "apollo"},
+                }
+            ]
+        },
+    )
+    text: str = Field(
+        description=f"one fact or decision, self-contained, with its why; at most {contract.MAX_MEMORY_BYTES} bytes"
+    )
+    title: str | None = Field(None, description=f"one line, at most {contract.MAX_TITLE_CHARS} characters")
+    tags: list[str] = Field(
+        default_factory=list, description=f"one line each, at most {contract.MAX_TAG_CHARS} characters"
+    )
+    metadata: Any = Field(None, json_schema_extra=_METADATA_SCHEMA)
+
+
+class UpdateBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"text": "Deploys go out on Wednesdays since the March outage."}]},
+    )
+    text: str | None = Field(None, description="the new text")
+    title: str | None = Field(None, description="the new title")
+    tags: list[str] | None = Field(None, description="the new tags (they replace the old)")
+
+
+SourceHeader = Annotated[str | None, Header(alias=SOURCE_HEADER, description="who writes the memory (default: http)")]
+
+
+class MemoryOut(BaseModel):
+    id: str = Field(description="12 hexadecimal digits: what PATCH and DELETE take")
+    path: str = Field(description="the note's path, relative to the memory folder")
+    title: str | None
+    text: str
+    tags: list[str]
+    source: str | None = Field(description=f"who wrote it: the {SOURCE_HEADER} header, else http; mcp clients, cli")
+    metadata: dict[str, Any]
+    created: str
+    updated: str
+
+
+class SavedOut(MemoryOut):
+    new: bool = Field(description="false: the same text was already remembered, and this is that memory")
+    indexed: bool = Field(description="false: the note is written; the index follows once the database answers")
+
+
+class MemoriesOut(BaseModel):
+    memories: list[MemoryOut]
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -110,12 +203,34 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message})
 
 
-def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
+def _known_fields(request: Request, where: str) -> str:
+    if where.startswith("filters"):
+        return ", ".join(contract.FILTER_FIELDS)
+    route = request.scope.get("route")
+    body = getattr(getattr(route, "body_field", None), "field_info", None)
+    model = getattr(body, "annotation", None)
+    fields = getattr(model, "model_fields", None)
+    if fields:
+        return ", ".join(fields)
+    return ", ".join(SearchQuery.model_fields)
+
+
+def create_app(
+    searcher: Searcher,
+    token: str | None = None,
+    memories: Any = None,
+    read_only: bool = False,
+    memory_folder: Path | None = None,
+) -> FastAPI:
+    """The app. `memories`: the memory client (pgrecall.worker.memory_service.MemoryClient), or a
+    Startup that builds it on the first write; None, or `read_only`, refuses writes with 403.
+    `memory_folder`: GET /memories reads it (no database); without it, GET asks the client."""
     app = FastAPI(
         title="pgrecall",
         version="1",
-        summary="Hybrid search over your notes (read-only).",
-        description="Search a pgrecall index: a vector arm and a BM25 arm fused with Reciprocal Rank Fusion.",
+        summary="Hybrid search over your notes, and memories for assistants.",
+        description="Search a pgrecall index: a vector arm and a BM25 arm fused with Reciprocal Rank Fusion. "
+        "Memories are Markdown notes of the memory folder, indexed before each write returns.",
     )
 
     def authorize(request: Request) -> None:
@@ -130,17 +245,21 @@ def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
 
     guard = [Depends(authorize)]
 
+    def writer() -> Any:
+        if read_only or memories is None:
+            raise HTTPException(status_code=403, detail=READ_ONLY_REASON)
+        return memories.get() if isinstance(memories, Startup) else memories
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query"))
         message = first.get("msg", "invalid request")
         if first.get("type") == "json_invalid":
             return _error(400, "malformed JSON body")
         if first.get("type") == "extra_forbidden":
             field = str(first.get("loc", ["?"])[-1])
-            known = ", ".join(FILTER_FIELDS) if "filters" in where else "query, k, mode, filters, enrich"
-            return _error(422, f"unknown field {field!r}; known: {known}")
+            return _error(422, f"unknown field {field!r}; known: {_known_fields(request, where)}")
         return _error(422, f"{where}: {message}" if where else message)
 
     @app.exception_handler(StarletteHTTPException)
@@ -152,34 +271,33 @@ def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
 
     @app.exception_handler(InvalidInput)
     async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return _error(422, str(exc))
+        return _error(404 if isinstance(exc, contract.NotFound) else 422, str(exc))
 
     @app.exception_handler(psycopg.OperationalError)
     @app.exception_handler(DatabaseUnavailable)
     async def database_down(request: Request, exc: Exception) -> JSONResponse:
         return _error(503, "database unavailable")
 
-    def run_search(body: SearchRequest) -> SearchResponse:
-        filters = body.filters.model_dump(exclude_none=True) if body.filters else None
-        hits = searcher.search(body.query, k=body.k, filters=filters, mode=body.mode, enrich_query=body.enrich)
-        return SearchResponse(query=body.query, hits=[HitOut(**hit.to_dict()) for hit in hits])
+    @app.exception_handler(PgRecallError)
+    async def not_available(request: Request, exc: PgRecallError) -> JSONResponse:
+        return _error(503, (str(exc).strip().splitlines() or ["unavailable"])[0])  # e.g. the memory client's start
+
+    def run_search(request: contract.SearchRequest) -> dict[str, Any]:
+        hits = searcher.run(request)
+        return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
     @app.post("/search", response_model=SearchResponse, dependencies=guard, summary="Search with a JSON body")
-    def search_post(body: SearchRequest) -> SearchResponse:
-        return run_search(body)
+    def search_post(body: SearchRequest) -> dict[str, Any]:
+        return run_search(body.contract())
 
     @app.get("/search", response_model=SearchResponse, dependencies=guard, summary="Search with query parameters")
-    def search_get(
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, examples=["postgres vacuum settings"])],
-        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
-        mode: Literal["hybrid", "vector", "keyword"] = "hybrid",
-        enrich: bool = False,
-        path_prefix: str | None = None,
-        kind: str | None = None,
-        root: str | None = None,
-    ) -> SearchResponse:
-        filters = Filters(path_prefix=path_prefix, kind=kind, root=root)
-        return run_search(SearchRequest(query=q, k=k, mode=mode, enrich=enrich, filters=filters))
+    def search_get(params: Annotated[SearchQuery, Query()]) -> dict[str, Any]:  # type: ignore[valid-type]
+        values = params.model_dump()
+        filters = {field.name: values[field.name] for field in FILTERS if values.get(field.name) is not None}
+        request = contract.search_request(
+            values["q"], k=values["k"], mode=values["mode"], enrich=values["enrich"], filters=filters
+        )
+        return run_search(request)
 
     @app.get(
         "/documents/{document_id}", response_model=DocumentOut, dependencies=guard, summary="A document and its chunks"
@@ -206,6 +324,58 @@ def create_app(searcher: Searcher, token: str | None = None) -> FastAPI:
             last_indexed_at=last.isoformat() if last else None,
         )
 
+    @app.post(
+        "/memories",
+        response_model=SavedOut,
+        status_code=201,
+        dependencies=guard,
+        summary="Remember: write a note of the memory folder and index it",
+        responses={200: {"description": "the same text was already remembered: that memory", "model": SavedOut}},
+    )
+    def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
+        saved = writer().remember(
+            body.text, title=body.title, tags=body.tags, metadata=body.metadata, source=source or "http"
+        )
+        if not saved.created:
+            response.status_code = 200
+        return saved.to_json()
+
+    @app.patch(
+        "/memories/{memory_id}",
+        response_model=SavedOut,
+        dependencies=guard,
+        summary="Rewrite a memory (text, title, tags) and re-index it",
+    )
+    def update_memory(memory_id: str, body: UpdateBody) -> dict[str, Any]:
+        return writer().update(memory_id, text=body.text, title=body.title, tags=body.tags).to_json()
+
+    @app.delete(
+        "/memories/{memory_id}",
+        response_model=MemoryOut,
+        dependencies=guard,
+        summary="Forget a memory: delete its note and its index entries; returns what it held",
+    )
+    def forget(memory_id: str) -> dict[str, Any]:
+        return writer().forget(memory_id).to_json()
+
+    @app.get("/memories", response_model=MemoriesOut, dependencies=guard, summary="Memories, newest first")
+    def list_memories(
+        since: Annotated[str | None, Query(description="updated since this ISO date or time")] = None,
+        tag: Annotated[list[str] | None, Query(description="carrying this tag (repeatable: every one)")] = None,
+        limit: Annotated[int, Query(description=f"at most this many, 1 to {contract.MAX_LIST}")] = 50,
+    ) -> dict[str, Any]:
+        if memory_folder is not None:
+            from pgrecall.api.memories import read_memories  # reads the folder: no database, no write path
+
+            chosen = read_memories(memory_folder, since=since, tags=tag, limit=limit)
+        elif memories is not None:
+            chosen = (memories.get() if isinstance(memories, Startup) else memories).list(
+                since=since, tags=tag, limit=limit
+            )
+        else:
+            raise HTTPException(status_code=404, detail="this API serves no memories")
+        return {"memories": [memory.to_json() for memory in chosen]}
+
     return app
 
 
@@ -217,11 +387,19 @@ def check_binding(host: str, token: str | None, port: int | None = None) -> None
         raise ConfigurationError(f"listening on {host} needs PGRECALL_API_TOKEN: every request must then carry it")
 
 
-def serve(searcher: Searcher, host: str, port: int, token: str | None) -> None:
+def serve(
+    searcher: Searcher,
+    host: str,
+    port: int,
+    token: str | None,
+    memories: Any = None,
+    read_only: bool = False,
+    memory_folder: Path | None = None,
+) -> None:
     import uvicorn
 
     check_binding(host, token, port)
-    app = create_app(searcher, token if token else None)
+    app = create_app(searcher, token if token else None, memories, read_only, memory_folder)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again
     # under the handler it found; this one turns that into a clean exit 0,
     # which is what a supervisor expects of a requested stop.

@@ -1,78 +1,98 @@
-"""`pgrecall mcp`: the index as Model Context Protocol tools over stdio (the official SDK).
+"""`pgrecall mcp`: the index and the memories as Model Context Protocol tools over stdio (the official SDK).
 
-Read-only: the tools search and fetch; nothing an assistant calls can change
-the index. Only MCP messages go to stdout; logs go to stderr.
+search_memory and get_document read the index. remember, update_memory and
+forget write notes of the memory folder (nothing else: a user's own notes are
+never changed), through a memory client the caller passes in (this module never
+imports the write path); list_memories reads that folder. Hits and memories are
+the JSON of pgrecall.api.contract, as the CLI and the HTTP API give them. Only
+MCP messages go to stdout; logs go to stderr.
 
-The server answers the handshake at once: the database and the embedding model
-start in the background (pgrecall.api.startup), since clients time out servers
-that are slow to answer. A tool call made before they are ready waits for them;
-one made after a failed start gets the cause as its error, and starts them again.
+The server answers the handshake at once: the database, the embedding model and
+the memory client start in the background (pgrecall.api.startup), since clients
+time out servers that are slow to answer. A tool call made before they are ready
+waits for them; one made after a failed start gets the cause as its error, and
+starts them again.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
+from pgrecall.api import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Startup, reason
 from pgrecall.errors import PgRecallError
 
 INSTRUCTIONS = (
     "pgrecall is the user's long-term memory: their notes, documents and past Claude conversations, "
-    "indexed for search. Call search_memory before answering questions about the user's projects, "
-    "decisions, past discussions or anything they may have written down; then call get_document for "
-    "the full text of a promising hit."
+    "indexed for search, and the memories assistants saved in earlier sessions. Call search_memory before "
+    "answering questions about the user's projects, decisions, preferences, past discussions or anything "
+    "they may have written down; then call get_document for the full text of a promising hit. "
+    "When the user makes a decision, states a preference, or tells you a fact about their projects that "
+    "will matter in a later session, save it with remember: one fact or decision per memory, "
+    "self-contained, with its why, never secrets. Search first so as not to save a near-duplicate; "
+    "correct an outdated memory with update_memory, remove a wrong one with forget."
 )
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+REWRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+DEFAULT_SOURCE = "mcp"
 
 
-def create_server(searcher: Searcher | Startup) -> MCPServer:
+def client_name(ctx: Context | None) -> str:
+    """The MCP client's name from the initialize handshake (clientInfo.name), else "mcp"."""
+    try:
+        params = ctx.session.client_params  # type: ignore[union-attr]  (the handshake's, or the request envelope's)
+        name = params.client_info.name if params is not None else None
+    except (AttributeError, LookupError, ValueError):
+        name = None
+    return name.strip() if isinstance(name, str) and name.strip() else DEFAULT_SOURCE
+
+
+def _ready(what: Any) -> Any:
+    return what.get() if isinstance(what, Startup) else what
+
+
+def create_server(searcher: Searcher | Startup, memories: Any = None, memory_folder: Path | None = None) -> MCPServer:
+    """`memories`: the memory client (pgrecall.worker.memory_service.MemoryClient) or a Startup of
+    it; None serves no write tools. `memory_folder`: list_memories reads it (else asks the client)."""
     server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
-    startup = searcher if isinstance(searcher, Startup) else None
 
-    def ready() -> Searcher:
-        return startup.get() if startup is not None else searcher
+    def call(work):
+        try:
+            return work()
+        except (PgRecallError, psycopg.OperationalError) as exc:  # the assistant gets the reason, in one line
+            raise ToolError(reason(exc)) from None
 
     @server.tool(annotations=READ_ONLY)
-    def search_memory(query: str, k: int = 8, filters: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Search the user's notes and past conversations (hybrid: meaning and exact words).
+    def search_memory(
+        query: str, k: int = 8, filters: dict[str, Any] | None = None, mode: str = "hybrid"
+    ) -> dict[str, Any]:
+        """Search the user's notes, past conversations and saved memories (hybrid: meaning and exact words).
 
         Use natural language ("why did we pick Postgres for the queue") or exact terms
         (error codes like E-4711, file names, identifiers). Returns the best passages,
-        best first, each with its document path, heading, text and score.
+        best first: each with its document path and document_id, heading, text, snippet,
+        score, the document's front matter (metadata) and when it was modified.
 
         Args:
             query: what to look for, in the user's words or as exact terms.
-            k: how many passages to return (1-50, default 8).
+            k: how many passages to return (1-100, default 8).
             filters: optional; any of path_prefix ("projects/"), kind ("markdown", "text",
-                "claude_conversation"), root (a watched folder's name), metadata (front matter
-                to match, {"status": "draft"}), modified_since (ISO date).
+                "claude_conversation"), root (a watched folder's name; "memories" for the saved
+                memories only), metadata (front matter to match, {"status": "draft"}),
+                modified_since (ISO date).
+            mode: "hybrid" (default), or "keyword" for exact words only, "vector" for meaning only.
         """
-        if not 1 <= k <= 50:
-            raise ToolError("k must be from 1 to 50")
-        try:
-            hits = ready().search(query, k=k, filters=filters)
-        except (PgRecallError, psycopg.OperationalError) as exc:  # the assistant gets the reason
-            raise ToolError(reason(exc)) from None
-        return {
-            "hits": [
-                {
-                    "document_id": hit.document_id,
-                    "path": hit.path,
-                    "heading": hit.heading,
-                    "text": hit.text,
-                    "score": round(hit.score, 6),
-                    "kind": hit.kind,
-                    "title": hit.title,
-                }
-                for hit in hits
-            ]
-        }
+        request = call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters))
+        hits = call(lambda: _ready(searcher).run(request))
+        return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
     @server.tool(annotations=READ_ONLY)
     def get_document(id_or_path: str) -> dict[str, Any]:
@@ -82,10 +102,7 @@ def create_server(searcher: Searcher | Startup) -> MCPServer:
             id_or_path: a document_id from search_memory, or a path (relative to its
                 folder, as search_memory shows it, or absolute).
         """
-        try:
-            found = ready().get_document(id_or_path)
-        except (PgRecallError, psycopg.OperationalError) as exc:
-            raise ToolError(reason(exc)) from None
+        found = call(lambda: _ready(searcher).get_document(id_or_path))
         if found is None:
             raise ToolError(f"no document {id_or_path!r}; use a document_id or path from search_memory")
         return {
@@ -102,12 +119,99 @@ def create_server(searcher: Searcher | Startup) -> MCPServer:
             ),
         }
 
+    if memories is None:
+        return server
+
+    @server.tool(annotations=WRITE)
+    def remember(
+        ctx: Context,
+        text: str,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Save a memory for later sessions: a Markdown note in the user's memory folder, searchable at once.
+
+        Remember when the user makes a decision, states a preference, or tells you a fact
+        about their projects, people or setup that will matter in a later session. A good
+        memory is one fact or decision, self-contained (it makes sense without this
+        conversation: name the project, the thing, the date if it matters) and says why,
+        e.g. "Apollo deploys go out on Tuesdays: Friday deploys broke on-call twice in March."
+        Never store secrets (passwords, tokens, keys). Call search_memory first: if a memory
+        already says this, update_memory it instead of saving a near-duplicate. The same
+        text saved twice returns the existing memory (new: false).
+
+        Args:
+            text: the memory itself, at most 64 KiB.
+            title: optional one-line title.
+            tags: optional short tags ("ops", "apollo"), one line each, at most 64 characters.
+            metadata: optional flat mapping of names to strings, numbers or booleans
+                ({"project": "apollo"}), stored as front matter and usable as a search filter.
+
+        Returns the memory: id (for update_memory and forget), path, text, tags, created, ...
+        """
+        source = client_name(ctx)
+        saved = call(lambda: _ready(memories).remember(text, title=title, tags=tags, metadata=metadata, source=source))
+        return saved.to_json()
+
+    @server.tool(annotations=REWRITE)
+    def update_memory(
+        id: str, text: str | None = None, title: str | None = None, tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Correct a memory saved earlier: replace its text, title or tags (only what you give changes).
+
+        Use it when a remembered fact or decision has changed, rather than saving a second,
+        contradicting memory. Only memories can be updated, never the user's own notes:
+        the id comes from remember or list_memories (12 hexadecimal digits).
+
+        Args:
+            id: the memory's id.
+            text: the new text (self-contained, with its why).
+            title: the new title.
+            tags: the new tags; they replace the old ones.
+        """
+        return call(lambda: _ready(memories).update(id, text=text, title=title, tags=tags)).to_json()
+
+    @server.tool(annotations=REWRITE)
+    def forget(id: str) -> dict[str, Any]:
+        """Delete a memory: its note and its index entries. For a memory that is wrong, or that the user
+        asks you to forget. Only memories can be forgotten, never the user's own notes: the id comes
+        from remember or list_memories (12 hexadecimal digits). Returns what the memory held.
+
+        Args:
+            id: the memory's id.
+        """
+        return call(lambda: _ready(memories).forget(id)).to_json()
+
+    @server.tool(annotations=READ_ONLY)
+    def list_memories(since: str | None = None, tags: list[str] | None = None, limit: int = 50) -> dict[str, Any]:
+        """List the saved memories, newest first (by last update), with their ids.
+
+        To find memories by meaning, use search_memory (filters: {"root": "memories"}) instead.
+
+        Args:
+            since: only memories updated since this ISO date or time ("2026-03-01").
+            tags: only memories carrying every one of these tags.
+            limit: at most this many (1-1000, default 50).
+        """
+        if memory_folder is not None:
+            from pgrecall.api.memories import read_memories  # reads the folder: no database, no write path
+
+            chosen = call(lambda: read_memories(memory_folder, since=since, tags=tags, limit=limit))
+        else:
+            chosen = call(lambda: _ready(memories).list(since=since, tags=tags, limit=limit))
+        return {"memories": [memory.to_json() for memory in chosen]}
+
     return server
 
 
-def serve_stdio(searcher: Searcher | Startup) -> None:
-    """Serve over stdio until the client closes; a Startup is closed with it."""
+def serve_stdio(searcher: Searcher | Startup, memories: Any = None, memory_folder: Path | None = None) -> None:
+    """Serve over stdio until the client closes; the Startups (or what was passed) are closed with it."""
     try:
-        create_server(searcher).run("stdio")
+        create_server(searcher, memories, memory_folder).run("stdio")
     finally:
-        searcher.close()
+        try:
+            searcher.close()
+        finally:
+            if memories is not None:
+                memories.close()

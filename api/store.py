@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,11 +15,15 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25, database, queries
+from pgrecall.api.contract import FILTER_FIELDS
 from pgrecall.errors import DatabaseUnavailable
 from pgrecall.terms import identifier_terms
 
 _RAW = queries.load("search.sql")
-_FILTER_PARAMS = ("source_root", "root", "path_prefix", "kind", "metadata", "modified_since")
+
+
+class IndexNotSetUp(DatabaseUnavailable):
+    """the index is not set up yet: run pgrecall index or serve first"""
 
 
 def _expand(template: str, filtered: bool, chunk_id: str) -> str:
@@ -76,6 +81,41 @@ def check_url(url: str) -> None:
         raise DatabaseUnavailable(f"cannot connect to the search database: {_first_line(exc)}") from exc
 
 
+def require_index(conn: psycopg.Connection) -> None:
+    """IndexNotSetUp unless a migration has created the tables searches read (searches never migrate)."""
+    row = conn.execute(_RAW["index_is_set_up"]).fetchone()
+    if not (row and row[0]):
+        raise IndexNotSetUp()
+
+
+# How long a search command waits for an index that is not there yet: commands started together
+# on a fresh home (a search beside the index or serve that migrates) must not fail for the race.
+INDEX_WAIT_S = 5.0
+MIGRATION_WAIT_S = 60.0
+
+
+def check_index(url: str, wait_s: float = INDEX_WAIT_S) -> None:
+    """require_index on a connection of its own, read-only (the index's database, before the reader
+    logs in). A migration under way is waited for; an index still missing after `wait_s` is IndexNotSetUp."""
+    from pgrecall.migrate import _ADVISORY_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
+
+    deadline = time.monotonic() + wait_s
+    with database.connect(url, read_only=True, autocommit=True) as conn:
+        conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
+        while True:
+            try:
+                conn.execute(_RAW["wait_for_migration"], {"key": MIGRATION_LOCK})
+            except psycopg.errors.LockNotAvailable:
+                raise IndexNotSetUp(f"the index is still being set up after {MIGRATION_WAIT_S:.0f} s") from None
+            try:
+                require_index(conn)
+                return
+            except IndexNotSetUp:
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.25)
+
+
 def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
     check_url(url)
     pool = ConnectionPool(url, min_size=1, max_size=max_size, configure=_configure_read_only, open=False)
@@ -92,7 +132,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
-    values = {name: None for name in _FILTER_PARAMS}
+    values = {name: None for name in FILTER_FIELDS}
     for name, value in (filters or {}).items():
         values[name] = Jsonb(value) if name == "metadata" else value
     return values

@@ -21,6 +21,8 @@ EXAMPLES = """examples:
   pgrecall search "why did the deploy fail"    hybrid search
   pgrecall search E-4711 --mode keyword -k 3   exact terms only
   pgrecall search "retry policy" --path-prefix projects/ --json
+  pgrecall remember "Deploys go out on Tuesdays: Friday deploys broke on-call twice." --tag ops
+  pgrecall memories --tag ops                  the memories tagged ops, newest first
   pgrecall status --json
 """
 
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search.add_argument("query")
-    search.add_argument("-k", type=int, default=10, help="number of hits (default: 10)")
+    search.add_argument("-k", type=int, default=10, help="number of hits, 1 to 100 (default: 10)")
     search.add_argument("--mode", choices=("hybrid", "vector", "keyword"), default="hybrid")
     enrichment = search.add_mutually_exclusive_group()
     enrichment.add_argument(
@@ -80,6 +82,56 @@ def build_parser() -> argparse.ArgumentParser:
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
     )
     search.add_argument("--json", action="store_true", help="print one JSON array of hits")
+
+    remember = commands.add_parser(
+        "remember",
+        help="remember a fact or decision: a note in the memory folder, indexed before this returns",
+        description="Write TEXT as a Markdown note of the memory folder ([memory] folder of the config file, "
+        "default memories/ in PGRECALL_HOME) and index it, so the next search finds it. The same text "
+        "remembered twice is one memory.",
+        epilog='example: pgrecall remember "Staging runs 3 replicas since the March outage" --tag ops '
+        "--meta project=apollo\n         git log -1 --format=%B | pgrecall remember --title 'Last commit'",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    remember.add_argument("text", nargs="?", help="the text; - or absent: read it from stdin")
+    remember.add_argument("--title")
+    remember.add_argument("--tag", action="append", default=[], help="repeatable")
+    remember.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter field (a string), repeatable"
+    )
+    remember.add_argument("--json", action="store_true", help="print the memory as JSON")
+
+    update = commands.add_parser(
+        "update",
+        help="rewrite a memory (its text, title or tags) and re-index it",
+        epilog="example: pgrecall update 3f9c0a1b2c4d --text 'Staging runs 4 replicas' --tag ops",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    update.add_argument("id", help="the id remember printed")
+    update.add_argument("--text", help="the new text; - reads it from stdin")
+    update.add_argument("--title")
+    update.add_argument("--tag", action="append", default=None, help="the new tags (replace the old), repeatable")
+    update.add_argument("--json", action="store_true", help="print the memory as JSON")
+
+    forget = commands.add_parser(
+        "forget",
+        help="delete a memory from the memory folder and the index",
+        epilog="example: pgrecall forget 3f9c0a1b2c4d",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    forget.add_argument("id", help="the id remember printed")
+    forget.add_argument("--json", action="store_true", help="print the forgotten memory as JSON")
+
+    listing = commands.add_parser(
+        "memories",
+        help="list memories, newest first",
+        epilog="example: pgrecall memories --since 2026-01-01 --tag ops --limit 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    listing.add_argument("--since", help="only memories updated since this ISO date or time")
+    listing.add_argument("--tag", action="append", default=[], help="only memories with this tag, repeatable")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
+    listing.add_argument("--json", action="store_true", help="print one JSON array")
 
     serve = commands.add_parser(
         "serve",
@@ -104,20 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     api = commands.add_parser(
         "api",
-        help="serve search over HTTP JSON (read-only)",
-        epilog="example: pgrecall api --port 8765; then curl 'http://127.0.0.1:8765/search?q=vacuum&k=3'",
+        help="serve search and memories over HTTP JSON",
+        epilog="example: pgrecall api --port 8765; then curl 'http://127.0.0.1:8765/search?q=vacuum&k=3'\n"
+        "         curl -X POST http://127.0.0.1:8765/memories -H 'content-type: application/json' "
+        '-d \'{"text": "Deploys go out on Tuesdays"}\'',
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     api.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; others need PGRECALL_API_TOKEN)"
     )
     api.add_argument("--port", type=int, default=8765, help="TCP port, 1-65535 (default: 8765)")
-    commands.add_parser(
+    api.add_argument(
+        "--read-only", action="store_true", help="refuse memory writes (POST, PATCH, DELETE /memories) with 403"
+    )
+    mcp = commands.add_parser(
         "mcp",
-        help="serve search to AI assistants: a Model Context Protocol server over stdio",
+        help="serve search and memories to AI assistants: a Model Context Protocol server over stdio",
         epilog="example (Claude Code): claude mcp add pgrecall -- ~/pgrecall/.venv/bin/pgrecall mcp",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    mcp.add_argument("--read-only", action="store_true", help="no remember, update_memory or forget tools")
 
     status = commands.add_parser("status", help="documents, chunks, queue and failures")
     status.add_argument("--json", action="store_true")
@@ -214,42 +272,22 @@ def _search_filters(args: argparse.Namespace) -> dict:
     if args.since:
         filters["modified_since"] = args.since
     if args.meta:
-        from pgrecall.errors import InvalidInput
-
-        metadata = {}
-        for item in args.meta:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise InvalidInput(f"--meta takes KEY=VALUE, got {item!r}")
-            metadata[key] = value
-        filters["metadata"] = metadata
+        filters["metadata"] = _key_values(args.meta)
     return filters
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api.contract import search_request
+
+    # Validated as every interface does (pgrecall.api.contract), before any connection.
+    request = search_request(args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=_search_filters(args))
     searcher = _searcher(settings, pool_size=1)
     try:
-        hits = searcher.search(
-            args.query, k=args.k, filters=_search_filters(args), mode=args.mode, enrich_query=args.enrich
-        )
+        hits = searcher.run(request)
     finally:
         searcher.close()
     if args.json:
-        out = [
-            {
-                "path": hit.path,
-                "source_root": hit.source_root,
-                "heading": hit.heading,
-                "text": hit.text,
-                "snippet": hit.snippet,
-                "score": hit.score,
-                "ranks": hit.ranks,
-                "kind": hit.kind,
-                "title": hit.title,
-            }
-            for hit in hits
-        ]
-        print(json.dumps(out, ensure_ascii=False))
+        print(json.dumps([hit.to_json() for hit in hits], ensure_ascii=False))
         return 0
     if not hits:
         print("no results")
@@ -262,11 +300,113 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _memory_service(settings: Settings):
+    from pgrecall.api.memories import folder_of
+    from pgrecall.worker.memory_service import MemoryService
+
+    return MemoryService(settings, _url(settings), folder_of(settings))
+
+
+def _text_argument(text: str | None, required: bool = True) -> str | None:
+    """TEXT as given; from stdin when it is - (or absent, and stdin is not a terminal)."""
+    from pgrecall.errors import InvalidInput
+
+    if text == "-" or (text is None and required and not sys.stdin.isatty()):
+        return sys.stdin.read()
+    if text is None and required:
+        raise InvalidInput("give the text as an argument, or pipe it on stdin")
+    return text
+
+
+def _key_values(items: list[str]) -> dict[str, str]:
+    from pgrecall.errors import InvalidInput
+
+    metadata = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--meta takes KEY=VALUE, got {item!r}")
+        metadata[key] = value
+    return metadata
+
+
+def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
+    if as_json:
+        print(json.dumps(saved.to_json(), ensure_ascii=False))
+        return
+    if not saved.created and verb == "remembered":
+        verb = "already remembered"
+    print(f"{verb} {saved.memory.id} {folder}/{saved.memory.path}")
+    if not saved.indexed:
+        print("pgrecall: warning: the note is written; it is indexed once the database answers", file=sys.stderr)
+
+
+def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
+    text = _text_argument(args.text)
+    metadata = _key_values(args.meta)
+
+    async def run():
+        async with _memory_service(settings) as service:
+            return service.root, await service.remember(
+                text, title=args.title, tags=args.tag, metadata=metadata, source="cli"
+            )
+
+    folder, saved = asyncio.run(run())
+    _print_saved(saved, folder, args.json, "remembered")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace, settings: Settings) -> int:
+    text = _text_argument(args.text, required=False)
+
+    async def run():
+        async with _memory_service(settings) as service:
+            return service.root, await service.update(args.id, text=text, title=args.title, tags=args.tag)
+
+    folder, saved = asyncio.run(run())
+    _print_saved(saved, folder, args.json, "updated")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async def run():
+        async with _memory_service(settings) as service:
+            return service.root, await service.forget(args.id)
+
+    folder, memory = asyncio.run(run())
+    if args.json:
+        print(json.dumps(memory.to_json(), ensure_ascii=False))
+    else:
+        print(f"forgot {memory.id} {folder}/{memory.path}")
+    return 0
+
+
+def cmd_memories(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api.memories import folder_of, read_memories
+
+    chosen = read_memories(folder_of(settings), since=args.since, tags=args.tag, limit=args.limit)
+    if args.json:
+        print(json.dumps([memory.to_json() for memory in chosen], ensure_ascii=False))
+        return 0
+    if not chosen:
+        print("no memories")
+    for memory in chosen:
+        first_line = memory.title or memory.text.splitlines()[0]
+        tags = "".join(f"  #{tag}" for tag in memory.tags)
+        print(f"{memory.id}  {memory.updated}  {first_line[:80]}{tags}")
+    return 0
+
+
 def _run_service(args: argparse.Namespace, settings: Settings, watch: bool, work: bool) -> int:
     from pgrecall import roots as roots_module
     from pgrecall.worker.service import run_service
 
-    roots = roots_module.resolve(getattr(args, "paths", []), settings.config_file) if watch else []
+    roots = []
+    if watch:  # the memory folder is always watched, as the root "memories"
+        roots = roots_module.with_memories(
+            roots_module.resolve(getattr(args, "paths", []), settings.config_file, required=False),
+            roots_module.memory_folder(settings.config_file, settings.home),
+        )
     url = _url(settings)
     asyncio.run(run_service(settings, url, roots, watch=watch, work=work))
     return 0
@@ -285,28 +425,55 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _searcher(settings: Settings, pool_size: int):
-    from pgrecall.api import reader
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.search import Searcher, search_url
 
-    # Searches log in as the reader role, which cannot write (pgrecall.api.reader).
-    url = settings.search_database_url or reader.search_login(settings, _url(settings))
-    return Searcher(url, settings, pool_size=pool_size)
+    # Searches never migrate and need no write rights: the embedded server is started if
+    # needed, an index never set up is one line (IndexNotSetUp), and they log in as the
+    # reader role, which cannot write (pgrecall.api.reader).
+    return Searcher(search_url(settings), settings, pool_size=pool_size)
+
+
+def _memory_startup(settings: Settings):
+    """The memory client (the write path: the database migrated), built by a Startup, in the background."""
+    from pgrecall.api.startup import Startup
+
+    def open_client():
+        from pgrecall.api.memories import folder_of, writable_url
+        from pgrecall.worker.memory_service import MemoryClient
+
+        return MemoryClient(settings, writable_url(settings), folder_of(settings))
+
+    return Startup(open_client, warm=None, name="memories", what="database and memory folder")
 
 
 def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api import http
+    from pgrecall.api.memories import folder_of
 
     http.check_binding(args.host, settings.api_token, args.port)
     searcher = _searcher(settings, pool_size=8)
+    # Opened by the first write (it migrates the database; reads never do), never when read-only.
+    memories = None if args.read_only else _memory_startup(settings)
     try:
-        http.serve(searcher, args.host, args.port, settings.api_token)
+        http.serve(
+            searcher,
+            args.host,
+            args.port,
+            settings.api_token,
+            memories=memories,
+            read_only=args.read_only,
+            memory_folder=folder_of(settings),
+        )
     finally:
         searcher.close()
+        if memories is not None:
+            memories.close()
     return 0
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api.mcp_server import serve_stdio
+    from pgrecall.api.memories import folder_of
     from pgrecall.api.startup import Startup
 
     def load_model() -> None:
@@ -314,16 +481,27 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
         get_embedder(settings.model, settings.embed_batch_size).embed_batch(["pgrecall"])  # the Searcher's own
 
-    # The handshake is answered at once; the database and the model start in the background
-    # (after the SDK's import: started before it, they only slowed it down), tool calls wait.
-    startup = Startup(lambda: _searcher(settings, pool_size=2), preload=load_model)
+    memories = None if args.read_only else _memory_startup(settings)
+
+    def open_searcher():
+        if memories is not None and not settings.search_database_url:
+            memories.wait()  # its migration first, so that a fresh home has an index; its failure is its own
+        return _searcher(settings, pool_size=2)
+
+    # The handshake is answered at once; the database, the model and the memory client start in
+    # the background (after the SDK's import: started before it, they only slowed it down), tool calls wait.
+    startup = Startup(open_searcher, preload=load_model)
+    if memories is not None:
+        memories.start()
     startup.start()
-    serve_stdio(startup)
+    serve_stdio(startup, memories, folder_of(settings))
     return 0
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import status as status_module
+    from pgrecall.api.memories import folder_of
+    from pgrecall.worker.memories import MemoryFolder
     from pgrecall.worker.scan import iter_files
     from pgrecall.worker.watch import describe_watch
 
@@ -332,6 +510,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             conn,
             settings,
             count_files=lambda folder: sum(1 for _ in iter_files(folder)),
+            memory_folder=folder_of(settings),
+            count_memories=lambda folder: sum(1 for _ in MemoryFolder(folder).memories()),
         )
     if args.json:
         print(json.dumps(status, default=str))
@@ -351,6 +531,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             " the next index, serve or worker runs them again"
         )
     print(f"last index: {status['last_indexed_at'] or 'never'}")
+    memories = status["memories"]
+    print(f"memories:   {memories['count']} in {memories['folder']}, {memories['indexed']} indexed")
     for root in status["roots"]:
         label = f"{root['name']} ({root['path']})" if root["name"] else root["path"]
         files = root["files"] if root["files"] is not None else "?"
@@ -423,6 +605,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "eval": cmd_eval,
     "index": cmd_index,
     "search": cmd_search,
+    "remember": cmd_remember,
+    "update": cmd_update,
+    "forget": cmd_forget,
+    "memories": cmd_memories,
     "status": cmd_status,
     "failures": cmd_failures,
     "db": cmd_db,

@@ -10,7 +10,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from pgrecall.api.http import create_app
+from pgrecall.api import contract
+from pgrecall.api.http import READ_ONLY_REASON, SavedOut, create_app
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.service import wait_for
 
@@ -46,12 +47,15 @@ def test_document_and_health(client):
 @pytest.mark.parametrize(
     ("request_kwargs", "status", "reason"),
     [
-        ({"json": {"query": ""}}, 422, "query: String should have at least 1 character"),
-        ({"json": {"query": "x" * 2001}}, 422, "query: String should have at most 2000 characters"),
-        ({"json": {"query": "x", "k": 0}}, 422, "k: Input should be greater than or equal to 1"),
-        ({"json": {"query": "x", "k": 101}}, 422, "k: Input should be less than or equal to 100"),
-        ({"json": {"query": "x", "mode": "fuzzy"}}, 422, "mode: Input should be 'hybrid', 'vector' or 'keyword'"),
-        ({"json": {"query": "x", "filters": {"owner": "me"}}}, 422, "unknown field 'owner'"),
+        # The contract's messages (pgrecall.api.contract), the same on every interface.
+        ({"json": {"query": ""}}, 422, "the query is empty"),
+        ({"json": {"query": "x" * 2001}}, 422, "the query is longer than 2000 characters"),
+        ({"json": {"query": "x", "k": 0}}, 422, "k must be an integer from 1 to 100"),
+        ({"json": {"query": "x", "k": 101}}, 422, "k must be an integer from 1 to 100"),
+        ({"json": {"query": "x", "k": "many"}}, 422, "k: Input should be a valid integer"),
+        ({"json": {"query": "x", "mode": "fuzzy"}}, 422, "unknown mode 'fuzzy'; use one of hybrid, vector, keyword"),
+        ({"json": {"query": "x", "filters": {"owner": "me"}}}, 422, "unknown filter field 'owner'; known: source_root"),
+        ({"json": {"query": "x", "owner": "me"}}, 422, "unknown field 'owner'; known: query, k, mode, filters, enrich"),
         ({"json": {"query": "x", "filters": {"modified_since": "soon"}}}, 422, "modified_since must be an ISO date"),
         ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "malformed JSON body"),
     ],
@@ -80,7 +84,7 @@ def _body(filters_or_query: str) -> dict:
             "filter metadata.a must not contain a NUL",
         ),
         ("post", _body('{"query": "a\\u0000b"}'), "the query must not contain a NUL"),
-        ("post", _body('{"query": "a\\ud800b"}'), "query: Input should be a valid string"),
+        ("post", _body('{"query": "a\\ud800b"}'), "the query is not valid Unicode (an unpaired surrogate)"),
         ("post", _body('{"query": "x", "filters": {"path_prefix": "\\u0000"}}'), "filter path_prefix must not"),
         ("post", _body('{"query": "x", "filters": {"kind": "\\u0000"}}'), "filter kind must not contain a NUL"),
         ("post", _body('{"query": "x", "filters": {"root": "\\u0000"}}'), "filter root must not contain a NUL"),
@@ -106,8 +110,17 @@ def test_values_postgres_cannot_take_get_a_422_naming_the_field(searcher, method
 
 def test_openapi_schema_has_examples(client):
     schema = client.get("/openapi.json").json()
-    assert {"/search", "/documents/{document_id}", "/health"} <= set(schema["paths"])
-    assert schema["components"]["schemas"]["SearchRequest"]["examples"]
+    assert {"/search", "/documents/{document_id}", "/health", "/memories", "/memories/{memory_id}"} <= set(
+        schema["paths"]
+    )
+    components = schema["components"]["schemas"]
+    assert components["SearchRequest"]["examples"] and components["RememberBody"]["examples"]
+    assert components["SearchRequest"]["properties"]["k"]["maximum"] == contract.MAX_K
+    # Generated from the contract: a field added there appears here.
+    assert list(components["Hit"]["properties"]) == list(contract.HIT_FIELDS)
+    assert set(components["Filters"]["properties"]) == set(contract.FILTER_FIELDS)
+    assert {"post", "get"} <= set(schema["paths"]["/memories"])
+    assert {"patch", "delete"} <= set(schema["paths"]["/memories/{memory_id}"])
 
 
 def test_token_is_required_when_configured(index, searcher, tmp_path):
@@ -152,7 +165,13 @@ def test_api_command_refuses_a_port_out_of_range_in_one_line(tmp_path, port):
 
 
 def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(db_url, tmp_path):
-    env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_HOME=str(tmp_path), PGRECALL_LOG_FORMAT="json")
+    env = dict(
+        os.environ,
+        PGRECALL_DATABASE_URL=db_url,
+        PGRECALL_HOME=str(tmp_path),
+        PGRECALL_LOG_FORMAT="json",
+        PGRECALL_CONFIG=str(tmp_path / "no-config.toml"),
+    )
     env.pop("PGRECALL_API_TOKEN", None)
     refused = subprocess.run(
         [sys.executable, "-m", "pgrecall.cli", "api", "--host", "0.0.0.0"],
@@ -182,6 +201,184 @@ def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(d
 
         wait_for(healthy, 60, message="api up")
         assert httpx.get(f"http://127.0.0.1:{port}/search", params={"q": ""}).status_code == 422
+        # The command's memory client opens on the first write; the note lands in PGRECALL_HOME/memories.
+        saved = httpx.post(f"http://127.0.0.1:{port}/memories", json={"text": "Served by pgrecall api."}, timeout=60)
+        assert saved.status_code == 201, saved.text
+        assert (tmp_path / "memories" / saved.json()["path"]).is_file()
+        found = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "served by pgrecall api", "k": 1})
+        assert found.json()["hits"][0]["path"] == saved.json()["path"]
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_api_command_read_only_refuses_writes_with_403(db_url, tmp_path):
+    env = dict(
+        os.environ,
+        PGRECALL_DATABASE_URL=db_url,
+        PGRECALL_HOME=str(tmp_path),
+        PGRECALL_LOG_FORMAT="json",
+        PGRECALL_CONFIG=str(tmp_path / "no-config.toml"),
+    )
+    env.pop("PGRECALL_API_TOKEN", None)
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pgrecall.cli", "api", "--port", str(port), "--read-only"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def answered():
+            try:
+                return httpx.post(f"http://127.0.0.1:{port}/memories", json={"text": "A fact."}, timeout=2)
+            except httpx.TransportError:
+                return None
+
+        response = wait_for(answered, 60, message="api up")
+        assert response.status_code == 403 and response.json() == {"error": READ_ONLY_REASON}
+        assert httpx.get(f"http://127.0.0.1:{port}/memories").json() == {"memories": []}
+        assert not (tmp_path / "memories").exists() or _notes(tmp_path / "memories") == []
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+# --- Memories -----------------------------------------------------------------------------------
+
+ORIGINAL = "The zorblax cache expires after 17 minutes because the upstream quota resets hourly."
+UPDATED = "The zorblax cache expires after 5 minutes since the upstream quota became per minute."
+
+
+@pytest.fixture
+def memory_folder(tmp_path):
+    return tmp_path / "memories"
+
+
+@pytest.fixture
+def memories(settings, db_url, memory_folder):
+    from pgrecall.worker.memory_service import MemoryClient
+
+    with MemoryClient(settings, db_url, memory_folder) as client:
+        yield client
+
+
+def _notes(folder) -> list:
+    return sorted(folder.rglob("*.md")) if folder.exists() else []
+
+
+def _paths(client, query: str, mode: str = "hybrid") -> list[str]:
+    response = client.post("/search", json={"query": query, "k": 10, "mode": mode})
+    assert response.status_code == 200, response.text
+    return [hit["path"] for hit in response.json()["hits"]]
+
+
+def test_remember_search_update_forget_over_http(index, searcher, memories, memory_folder, tmp_path):
+    index(write_notes(tmp_path / "notes", ERROR_CODE_NOTES))  # the memory must outrank the user's notes
+    client = TestClient(create_app(searcher, memories=memories, memory_folder=memory_folder))
+
+    created = client.post(
+        "/memories",
+        json={"text": ORIGINAL, "title": "Cache expiry", "tags": ["ops"], "metadata": {"project": "apollo"}},
+        headers={"X-Pgrecall-Source": "deploy-bot"},
+    )
+    assert created.status_code == 201, created.text
+    memory = created.json()
+    assert memory["new"] and memory["indexed"] and memory["source"] == "deploy-bot"
+    assert list(memory) == list(SavedOut.model_fields)  # the documented schema is Saved.to_json()'s shape
+    assert (memory_folder / memory["path"]).is_file() and len(memory["id"]) == 12
+    again = client.post("/memories", json={"text": ORIGINAL})
+    assert again.status_code == 200 and again.json()["id"] == memory["id"] and not again.json()["new"]
+    assert client.post("/memories", json={"text": "Another fact."}).json()["source"] == "http"
+
+    hits = client.post("/search", json={"query": "when does the zorblax cache expire?", "k": 3}).json()["hits"]
+    assert hits[0]["path"] == memory["path"] and hits[0]["source_root"] == str(memory_folder.resolve())
+    assert hits[0]["metadata"]["project"] == "apollo"
+    listed = client.get("/memories", params={"tag": "ops"}).json()["memories"]
+    assert [m["id"] for m in listed] == [memory["id"]]
+
+    updated = client.patch(f"/memories/{memory['id']}", json={"text": UPDATED})
+    assert updated.status_code == 200 and updated.json()["text"] == UPDATED
+    assert updated.json()["title"] == "Cache expiry" and updated.json()["path"] == memory["path"]
+    hits = client.post("/search", json={"query": "zorblax cache expiry", "k": 3}).json()["hits"]
+    assert hits[0]["path"] == memory["path"] and "5 minutes" in hits[0]["text"] and "17" not in hits[0]["text"]
+    assert memory["path"] not in _paths(client, "hourly", mode="keyword")  # a word only the old text had
+
+    forgotten = client.delete(f"/memories/{memory['id']}")
+    assert forgotten.status_code == 200 and forgotten.json()["id"] == memory["id"]
+    assert forgotten.json()["text"] == UPDATED
+    assert not (memory_folder / memory["path"]).exists()
+    assert memory["path"] not in _paths(client, "zorblax cache expiry")
+    assert memory["path"] not in _paths(client, "zorblax", mode="keyword")
+    assert client.delete(f"/memories/{memory['id']}").status_code == 404
+    assert [m["text"] for m in client.get("/memories").json()["memories"]] == ["Another fact."]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "reason"),
+    [
+        ("post", "/memories", {"text": ""}, 422, "text is empty"),
+        ("post", "/memories", {"text": " \n\t "}, 422, "text is empty"),
+        ("post", "/memories", {"text": "x" * (64 * 1024 + 1)}, 422, "text is longer than 65536 bytes"),
+        ("post", "/memories", {"text": "é" * (32 * 1024 + 1)}, 422, "text is longer than 65536 bytes"),
+        ("post", "/memories", {"text": "ok", "tags": ["a\nb"]}, 422, "tag must be one line"),
+        ("post", "/memories", {"text": "ok", "tags": ["t" * 65]}, 422, "is longer than 64 characters"),
+        ("post", "/memories", {"text": "ok", "metadata": {"a": {"b": 1}}}, 422, "metadata a must be a string"),
+        ("post", "/memories", {"text": "ok", "metadata": {"a": [1]}}, 422, "metadata a must be a string"),
+        ("post", "/memories", {"text": "ok", "metadata": ["a"]}, 422, "metadata must be a mapping"),
+        ("post", "/memories", {"text": "ok", "metadata": {"id": "x"}}, 422, "metadata key 'id' is set by pgrecall"),
+        ("post", "/memories", {"text": "ok", "title": "a\nb"}, 422, "title must be one line"),
+        ("post", "/memories", {"text": "a\u0000b"}, 422, "text contains a NUL character"),
+        ("post", "/memories", {"text": "ok", "colour": "red"}, 422, "unknown field 'colour'; known: text, title, tags"),
+        ("post", "/memories", {"title": "no text"}, 422, "text: Field required"),
+        ("patch", "/memories/0123456789ab", {"text": "new"}, 404, "no memory 0123456789ab"),
+        ("patch", "/memories/not-an-id", {"text": "new"}, 404, "an id is 12 hexadecimal digits"),
+        ("patch", "/memories/0123456789ab", {}, 422, "nothing to update"),
+        ("delete", "/memories/0123456789ab", None, 404, "no memory 0123456789ab"),
+        ("delete", "/memories/..%5C..%5Cnotes.md", None, 404, "an id is 12 hexadecimal digits"),
+        ("delete", "/memories/..%2F..%2Fnotes.md", None, 404, "Not Found"),  # no route: a path is no id
+    ],
+)
+def test_bad_memory_input_gets_one_line_and_writes_nothing(
+    searcher, memories, memory_folder, method, path, body, status, reason
+):
+    client = TestClient(create_app(searcher, memories=memories, memory_folder=memory_folder))
+    response = client.request(method.upper(), path, json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert reason in error and "\n" not in error
+    assert _notes(memory_folder) == []
+
+
+def test_memory_writes_need_the_token_when_one_is_configured(searcher, memories, memory_folder):
+    guarded = TestClient(create_app(searcher, token="s3cret", memories=memories, memory_folder=memory_folder))
+    for method, path, body in [
+        ("POST", "/memories", {"text": "A fact."}),
+        ("PATCH", "/memories/0123456789ab", {"text": "x"}),
+        ("DELETE", "/memories/0123456789ab", None),
+        ("GET", "/memories", None),  # reads, as today
+    ]:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = guarded.request(method, path, json=body, headers=headers)
+            assert response.status_code == 401, (method, path, response.text)
+            assert response.json()["error"] == "missing or wrong bearer token"
+    assert _notes(memory_folder) == []
+    allowed = guarded.post("/memories", json={"text": "A fact."}, headers={"Authorization": "Bearer s3cret"})
+    assert allowed.status_code == 201 and len(_notes(memory_folder)) == 1
+
+
+def test_a_read_only_api_refuses_writes_with_403(searcher, memories, memory_folder):
+    saved = memories.remember("Written before the API went read-only.")
+    read_only = TestClient(create_app(searcher, memories=memories, read_only=True, memory_folder=memory_folder))
+    for method, path, body in [
+        ("POST", "/memories", {"text": "A fact."}),
+        ("PATCH", f"/memories/{saved.memory.id}", {"text": "x"}),
+        ("DELETE", f"/memories/{saved.memory.id}", None),
+    ]:
+        response = read_only.request(method, path, json=body)
+        assert response.status_code == 403, response.text
+        assert response.json()["error"] == READ_ONLY_REASON
+    assert [m["id"] for m in read_only.get("/memories").json()["memories"]] == [saved.memory.id]
+    assert [p.name for p in _notes(memory_folder)] == [saved.memory.path.rsplit("/", 1)[-1]]
+    assert (memory_folder / saved.memory.path).read_text().count("Written before") == 1

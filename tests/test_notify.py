@@ -232,7 +232,8 @@ def test_watch_status_reports_the_queue_depth(db_url, tmp_path, notify_socket):
             30,
             message="STATUS= with 3 waiting",
         )
-        assert "roots: 1 by events, 0 polled" in notify_socket.find("STATUS")[-1][2]
+        # the notes and the memory folder, which watch always follows
+        assert "roots: 2 by events, 0 polled" in notify_socket.find("STATUS")[-1][2]
         assert len(notify_socket.find("WATCHDOG")) >= 3
         assert service.stop() == 0
         wait_for(lambda: notify_socket.find("STOPPING"), 5, message="STOPPING=1")

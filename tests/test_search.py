@@ -1,6 +1,7 @@
 """The read side against a real index."""
 
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -268,3 +269,46 @@ def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n") == ["incidents/e4711.md", "notes/garden.md", "closed at exit: True", ""]
     assert result.stderr == ""
+
+
+def _command(args: list[str], env_extra: dict[str, str], tmp_path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_LOG_FORMAT="json", **env_extra)
+    env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall.cli", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("command", [["search", "x"], ["api", "--port", "8798"]])
+def test_search_commands_never_migrate_and_say_when_there_is_no_index(empty_db_url, tmp_path, command):
+    result = _command(command, {"PGRECALL_DATABASE_URL": empty_db_url}, tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "pgrecall: error: the index is not set up yet: run pgrecall index or serve first"
+    with psycopg.connect(empty_db_url) as conn:  # nothing was created: no migration ran
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgrecall'").fetchone()[0] == 0
+
+
+def test_search_command_needs_no_write_rights(indexed, db_url, tmp_path):
+    """Logged in as the reader role itself, which may not migrate (it used to: every search ran the migrator)."""
+    reader_url = psycopg.conninfo.make_conninfo(db_url, user="pgrecall_reader")
+    result = _command(["search", "E-4711", "-k", "1", "--json"], {"PGRECALL_DATABASE_URL": reader_url}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [hit["path"] for hit in json.loads(result.stdout)] == ["incidents/e4711.md"]
+
+
+def test_every_search_is_validated_by_the_one_contract(searcher):
+    """k is capped at MAX_K for the interfaces; the engine (evaluation) may rank deeper."""
+    from pgrecall.api import contract
+
+    message = f"^k must be an integer from 1 to {contract.MAX_K}$"
+    with pytest.raises(InvalidInput, match=message):
+        contract.search_request("x", k=contract.MAX_K + 1)
+    with pytest.raises(InvalidInput, match=message):
+        contract.search_request("x", k=True)
+    assert searcher.search("x", k=contract.MAX_INTERNAL_K) == []  # evaluate.py ranks 300 for Recall@100
+    with pytest.raises(InvalidInput, match=f"from 1 to {contract.MAX_INTERNAL_K}$"):
+        searcher.search("x", k=contract.MAX_INTERNAL_K + 1)
+    request = contract.search_request("  E-4711 ", k=3, mode="keyword", filters={"kind": "markdown", "root": None})
+    assert request == contract.SearchRequest(
+        query="E-4711", k=3, mode="keyword", enrich=False, filters={"kind": "markdown"}
+    )

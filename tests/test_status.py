@@ -164,3 +164,32 @@ def test_the_status_module_imports_nothing_of_the_worker():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_memories_count_notes_on_disk_and_in_the_index(index, settings, db_url, tmp_path):
+    from pgrecall.worker.memories import Memory, MemoryFolder, relative_path
+
+    folder = MemoryFolder(tmp_path / "memories")
+    for number, text in enumerate(("Staging runs three replicas.", "Deploys go out on Tuesdays."), 1):
+        memory_id = f"{number:012x}"
+        created = "2026-11-30T10:00:00Z"
+        path = relative_path(memory_id, created, None, text)
+        folder.write(Memory(memory_id, path, None, text, (), None, {}, created, created))
+    (folder.folder / "readme.md").write_text("# Not a memory\n\nA note the user put here.")  # neither count
+    index(folder.folder)  # the first two and the readme: the index lags behind the third
+    third = "The on-call rota changes on Mondays."
+    folder.write(Memory("00000000000c", relative_path("00000000000c", "2026-11-30T10:00:00Z", None, third), None,
+                        third, (), None, {}, "2026-11-30T10:00:00Z", "2026-11-30T10:00:00Z"))  # fmt: skip
+
+    def count_memories(path):
+        return sum(1 for _ in MemoryFolder(path).memories())
+
+    with database.connect(db_url) as conn:
+        report = status.report(conn, settings, count_memories=count_memories, memory_folder=folder.folder)
+        unmade = status.report(conn, settings, count_memories=count_memories, memory_folder=tmp_path / "none")
+        uncounted = status.report(conn, settings, memory_folder=folder.folder)
+    assert report["memories"] == {"folder": str(folder.folder), "count": 3, "indexed": 2}
+    assert unmade["memories"] == {"folder": str(tmp_path / "none"), "count": 0, "indexed": 0}
+    assert uncounted["memories"]["count"] is None
+    assert set(report) == REPORT_FIELDS | {"memories"}
+    assert [root["indexed"] for root in report["roots"]] == [3]  # the readme is indexed, not a memory

@@ -110,6 +110,17 @@ FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)
 
+-- index_is_set_up --
+-- pgrecall.api.store: has a migration created what searches read? (searches never migrate)
+SELECT to_regclass('pgrecall.documents') IS NOT NULL AND to_regclass('pgrecall.chunks') IS NOT NULL
+   AND to_regclass('pgrecall.postings') IS NOT NULL AND to_regclass('pgrecall.corpus_stats') IS NOT NULL
+   AND to_regclass('pgrecall.term_stats') IS NOT NULL AND to_regclass('pgrecall.roots') IS NOT NULL
+
+-- wait_for_migration --
+-- pgrecall.api.store: returns once no migration is under way (pgrecall.migrate holds this lock,
+-- exclusively, for its whole transaction); a shared lock, taken and given back at once.
+SELECT pg_advisory_lock_shared(%(key)s), pg_advisory_unlock_shared(%(key)s)
+
 -- reader_role_available --
 SELECT pg_has_role(current_user, 'pgrecall_reader', 'MEMBER')
 FROM pg_roles WHERE rolname = 'pgrecall_reader'

@@ -1,0 +1,133 @@
+"""remember, update_memory, forget, list_memories: the memory write path for Python callers.
+
+    from pgrecall.api import remember, search
+
+    saved = remember("Deploys go out on Tuesdays: Friday deploys broke on-call twice.", tags=["ops"])
+    saved.memory.id, saved.memory.path, saved.created    # ('3f9c0a1b2c4d', '2026/11/...md', True)
+    search("when do we deploy?", k=1)[0].path            # saved.memory.path
+
+Each write returns once the note is on disk and indexed, so the next search
+finds it. They go through one memory client per process, opened on the first
+call (PGRECALL_* settings, the database migrated as every write command does)
+and closed when the interpreter exits. Importing this module loads neither the
+worker nor the queue: the write path is imported by the first call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgrecall.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pgrecall.worker.memories import Memory
+    from pgrecall.worker.memory_service import MemoryClient, Saved
+
+_client: MemoryClient | None = None
+_client_lock = threading.Lock()
+
+
+def folder_of(settings: Settings) -> Path:
+    """The memory folder: `[memory] folder` of the config file, else memories/ in PGRECALL_HOME."""
+    from pgrecall import roots
+
+    return roots.memory_folder(settings.config_file, settings.home)
+
+
+def writable_url(settings: Settings) -> str:
+    """The index's database, migrated (as every command that writes does)."""
+    from pgrecall import database
+    from pgrecall.migrate import migrate
+
+    url = database.database_url(settings)
+    with database.connect(url) as conn:
+        migrate(conn)
+    return url
+
+
+def _library_logging() -> None:
+    """Unless the application configured structlog, pgrecall's events go to the standard
+    library's logging (silent below WARNING until the application configures it) rather than
+    to structlog's default: print() to stdout, mixed into the caller's own output."""
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(
+            processors=[structlog.stdlib.filter_by_level, structlog.processors.KeyValueRenderer(key_order=["event"])],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+        )
+
+
+def default_client() -> MemoryClient:
+    global _client
+    with _client_lock:
+        if _client is None:
+            from pgrecall.worker.memory_service import MemoryClient
+
+            _library_logging()
+            settings = load_settings()
+            _client = MemoryClient(settings, writable_url(settings), folder_of(settings))
+            # Its event loop, pool and lock connection end with the interpreter, in order.
+            atexit.unregister(close_default_client)
+            atexit.register(close_default_client)
+        return _client
+
+
+def close_default_client() -> None:
+    """Close the client of remember() and the others; the next call opens a new one."""
+    global _client
+    with _client_lock:
+        client, _client = _client, None
+    if client is not None:
+        client.close()
+
+
+def remember(
+    text: str,
+    title: str | None = None,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, str | int | float | bool] | None = None,
+    source: str | None = None,
+) -> Saved:
+    """Write `text` as a note of the memory folder and index it. Returns a `Saved`: `.memory`
+    (id, path relative to the memory folder, title, text, tags, source, metadata, created,
+    updated), `.created` (False: the same text was already remembered; that memory is
+    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput."""
+    return default_client().remember(text, title=title, tags=tags, metadata=metadata, source=source)
+
+
+def update_memory(
+    memory_id: str, text: str | None = None, title: str | None = None, tags: Iterable[str] | None = None
+) -> Saved:
+    """Rewrite the memory of this id (only what is given changes) and re-index it; MemoryNotFound
+    (an InvalidInput) when there is none."""
+    return default_client().update(memory_id, text=text, title=title, tags=tags)
+
+
+def forget(memory_id: str) -> Memory:
+    """Delete the memory of this id from the folder and the index; returns what it held."""
+    return default_client().forget(memory_id)
+
+
+def list_memories(since: Any = None, tags: Iterable[str] | None = None, limit: int = 50) -> list[Memory]:
+    """Memories newest first (by update), updated since `since` (ISO date or time) and carrying
+    every tag in `tags`. Reads the folder only: no database is needed."""
+    return read_memories(folder_of(load_settings()), since=since, tags=tags, limit=limit)
+
+
+def read_memories(folder: Path, since: Any = None, tags: Any = None, limit: Any = 50) -> list[Memory]:
+    """The memories of `folder`, chosen as list_memories says, validated as every interface does."""
+    from pgrecall.api import contract
+    from pgrecall.worker.memories import MemoryFolder, select
+
+    return select(
+        MemoryFolder(folder).memories(),
+        since=contract.memory_since(since),
+        tags=contract.memory_tags(tags),
+        limit=contract.list_limit(limit),
+    )
