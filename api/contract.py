@@ -173,6 +173,9 @@ def list_limit(value: Any) -> int:
 # --- Searches -------------------------------------------------------------------------------------
 
 MODES = ("hybrid", "vector", "keyword")
+# How hybrid search fuses its arms (pgrecall.api.fuse); None in a request means the
+# PGRECALL_FUSION setting of the searcher that runs it.
+FUSIONS = ("rrf", "convex")
 DEFAULT_K = 10
 MAX_K = 100  # every interface: CLI, HTTP, MCP, pgrecall.api.search()
 # Searcher.search, the engine under the interfaces, allows more: the evaluation ranks 300
@@ -210,6 +213,7 @@ class SearchRequest:
     mode: str = "hybrid"
     enrich: bool = False
     filters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fusion: str | None = None  # one of FUSIONS; None: the searcher's PGRECALL_FUSION
 
 
 def search_request(
@@ -218,6 +222,7 @@ def search_request(
     mode: Any = "hybrid",
     enrich: Any = False,
     filters: Any = None,
+    fusion: Any = None,
     *,
     max_k: int = MAX_K,
 ) -> SearchRequest:
@@ -236,7 +241,11 @@ def search_request(
         raise InvalidInput(f"k must be an integer from 1 to {max_k}")
     if not isinstance(enrich, bool):
         raise InvalidInput("enrich must be true or false")
-    return SearchRequest(query=query, k=k, mode=mode, enrich=enrich, filters=validate_filters(filters))
+    if fusion == "":
+        fusion = None
+    if fusion is not None and fusion not in FUSIONS:
+        raise InvalidInput(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
+    return SearchRequest(query=query, k=k, mode=mode, enrich=enrich, filters=validate_filters(filters), fusion=fusion)
 
 
 def check_text(value: str, field: str) -> str:
@@ -336,11 +345,15 @@ class Hit:
     ranks: dict[str, int | None]
     metadata: dict[str, Any]
     modified: datetime.datetime | None = None
+    # Convex fusion: each arm's min-max normalised score (None where the arm did not find the
+    # passage); None under Reciprocal Rank Fusion, which fuses ranks only.
+    arm_scores: dict[str, float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON values: what `pgrecall search --json`, POST /search and search_memory return."""
         data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         data["ranks"] = dict(self.ranks)
+        data["arm_scores"] = dict(self.arm_scores) if self.arm_scores is not None else None
         data["modified"] = self.modified.isoformat() if self.modified else None
         return data
 
@@ -358,10 +371,13 @@ HIT_FIELDS: dict[str, str] = {
     "heading": "the heading path of the passage within its document",
     "text": "the passage's full text",
     "snippet": "about 240 characters of the passage around the query's words",
-    "score": "the fused score (Reciprocal Rank Fusion); higher is better",
+    "score": "the fused score (Reciprocal Rank Fusion, or the convex combination of normalised arm scores); "
+    "higher is better",
     "ranks": "the passage's rank in each arm (vector, keyword), null where that arm did not find it",
     "metadata": "the document's front matter",
     "modified": "when the file was last modified (ISO 8601), if known",
+    "arm_scores": "convex fusion: each arm's min-max normalised score (vector, keyword), 0 to 1, null where "
+    "that arm did not find it; null under rrf",
 }
 
 

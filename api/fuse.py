@@ -1,4 +1,16 @@
-"""Reciprocal Rank Fusion: score(d) = sum over lists of weight / (k + rank of d in that list)."""
+"""Fusion of the arms' ranked lists into one ranking.
+
+Two fusions, chosen per search (pgrecall.api.contract.FUSIONS):
+
+* Reciprocal Rank Fusion: score(d) = sum over lists of weight / (k + rank of d in that list).
+  Ranks only: how far apart the arms' scores are is not used.
+* Convex combination (Bruch, Gai and Ingber, ACM TOIS 2023): each list's scores are min-max
+  normalised within the query's candidate list (the best candidate 1, the worst 0; a list whose
+  scores are all equal gives each of its candidates 1), and
+  score(d) = alpha * vector(d) + (1 - alpha) * keyword(d), where an arm that did not find d gives 0.
+  With query-enrichment variants (several lists per arm), an arm's score of d is the largest of
+  its lists' weight * normalised score, so a variant (weight 0.5) counts at most half the query as typed.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +18,8 @@ import dataclasses
 from collections.abc import Hashable, Sequence
 
 DEFAULT_K = 60
+DEFAULT_ALPHA = 0.5  # equal weights for the two arms: chosen by principle, not tuned
+ARMS = ("vector", "keyword")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,6 +27,7 @@ class RankedList:
     arm: str  # "vector" or "keyword"
     ids: Sequence[Hashable]  # best first
     weight: float = 1.0
+    scores: Sequence[float] | None = None  # the arm's score of each id (higher is better), for convex fusion
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,22 +35,73 @@ class Fused:
     id: Hashable
     score: float
     ranks: dict[str, int | None]  # best 1-based rank per arm, None where the arm did not find it
+    arm_scores: dict[str, float | None] | None = None  # convex: each arm's (weighted) normalised score
+
+
+def _arm_names(lists: Sequence[RankedList], arms: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*arms, *(lst.arm for lst in lists)]))
+
+
+def _best_ranks(lists: Sequence[RankedList], arm_names: list[str]) -> dict[Hashable, dict[str, int | None]]:
+    """Each id's best 1-based rank per arm, ids in order of first appearance."""
+    best: dict[Hashable, dict[str, int | None]] = {}
+    for ranked in lists:
+        for rank, item in enumerate(ranked.ids, start=1):
+            item_ranks = best.setdefault(item, dict.fromkeys(arm_names))
+            current = item_ranks.get(ranked.arm)
+            if current is None or rank < current:
+                item_ranks[ranked.arm] = rank
+    return best
 
 
 def reciprocal_rank_fusion(lists: Sequence[RankedList], k: int = DEFAULT_K, arms: Sequence[str] = ()) -> list[Fused]:
     """Fuse ranked lists; ties keep the order of first appearance, so results are deterministic."""
     if k <= 0:
         raise ValueError("k must be positive")
-    arm_names = list(dict.fromkeys([*arms, *(lst.arm for lst in lists)]))
+    best = _best_ranks(lists, _arm_names(lists, arms))
     scores: dict[Hashable, float] = {}
-    best: dict[Hashable, dict[str, int | None]] = {}
     for ranked in lists:
         for rank, item in enumerate(ranked.ids, start=1):
             scores[item] = scores.get(item, 0.0) + ranked.weight / (k + rank)
-            item_ranks = best.setdefault(item, dict.fromkeys(arm_names))
-            current = item_ranks.get(ranked.arm)
-            if current is None or rank < current:
-                item_ranks[ranked.arm] = rank
     order = {item: position for position, item in enumerate(scores)}
     fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
     return [Fused(item, scores[item], best[item]) for item in fused]
+
+
+def min_max(scores: Sequence[float]) -> list[float]:
+    """Scores onto [0, 1] within their list: best 1, worst 0; all equal (one candidate included) all 1."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(score - low) / (high - low) for score in scores]
+
+
+def convex_fusion(lists: Sequence[RankedList], alpha: float = DEFAULT_ALPHA, arms: Sequence[str] = ()) -> list[Fused]:
+    """alpha * vector + (1 - alpha) * keyword of min-max normalised scores; a missing arm gives 0.
+    Ties keep the order of first appearance, so results are deterministic."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha must be from 0 to 1")
+    arm_names = _arm_names(lists, arms)
+    unknown = set(arm_names) - set(ARMS)
+    if unknown:
+        raise ValueError(f"convex fusion fuses the arms {', '.join(ARMS)}, not {sorted(unknown)}")
+    best = _best_ranks(lists, arm_names)
+    per_arm: dict[Hashable, dict[str, float | None]] = {item: dict.fromkeys(arm_names) for item in best}
+    for ranked in lists:
+        if ranked.scores is None or len(ranked.scores) != len(ranked.ids):
+            raise ValueError(f"convex fusion needs a score for every id of the {ranked.arm} list")
+        for item, normalised in zip(ranked.ids, min_max(ranked.scores), strict=True):
+            value = ranked.weight * normalised
+            current = per_arm[item][ranked.arm]
+            if current is None or value > current:
+                per_arm[item][ranked.arm] = value
+    weights = {"vector": alpha, "keyword": 1.0 - alpha}
+    scores = {
+        item: sum(weights[arm] * (value or 0.0) for arm, value in arm_scores.items())
+        for item, arm_scores in per_arm.items()
+    }
+    order = {item: position for position, item in enumerate(best)}
+    fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
+    return [Fused(item, scores[item], best[item], per_arm[item]) for item in fused]

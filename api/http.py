@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall.api import contract
-from pgrecall.api.contract import DEFAULT_K, FILTERS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
+from pgrecall.api.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Startup
 from pgrecall.errors import ConfigurationError, DatabaseUnavailable, InvalidInput, PgRecallError
@@ -40,6 +40,8 @@ READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories c
 # interface refuses the same value with the same message.
 _K_SCHEMA = {"minimum": 1, "maximum": MAX_K}
 _MODE_SCHEMA = {"enum": list(MODES)}
+_FUSION_SCHEMA = {"enum": list(FUSIONS)}
+_FUSION_TEXT = "rrf (Reciprocal Rank Fusion) or convex (normalised scores); default: the server's PGRECALL_FUSION"
 
 Filters = create_model(
     "Filters",
@@ -67,10 +69,13 @@ class SearchRequest(BaseModel):
     mode: str = Field("hybrid", description="hybrid, vector or keyword", json_schema_extra=_MODE_SCHEMA)
     filters: Filters | None = None  # type: ignore[valid-type]
     enrich: bool = Field(False, description="also search key-term variants of the query")
+    fusion: str | None = Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)
 
     def contract(self) -> contract.SearchRequest:
         filters = self.filters.model_dump(exclude_none=True) if self.filters is not None else None
-        return contract.search_request(self.query, k=self.k, mode=self.mode, enrich=self.enrich, filters=filters)
+        return contract.search_request(
+            self.query, k=self.k, mode=self.mode, enrich=self.enrich, filters=filters, fusion=self.fusion
+        )
 
 
 SearchQuery = create_model(
@@ -80,6 +85,7 @@ SearchQuery = create_model(
     k=(int, Field(DEFAULT_K, description=f"how many hits, 1 to {MAX_K}", json_schema_extra=_K_SCHEMA)),
     mode=(str, Field("hybrid", json_schema_extra=_MODE_SCHEMA)),
     enrich=(bool, False),
+    fusion=(str | None, Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)),
     **{
         field.name: (str | None, Field(None, description=field.description, examples=[field.example]))
         for field in FILTERS
@@ -295,7 +301,12 @@ def create_app(
         values = params.model_dump()
         filters = {field.name: values[field.name] for field in FILTERS if values.get(field.name) is not None}
         request = contract.search_request(
-            values["q"], k=values["k"], mode=values["mode"], enrich=values["enrich"], filters=filters
+            values["q"],
+            k=values["k"],
+            mode=values["mode"],
+            enrich=values["enrich"],
+            filters=filters,
+            fusion=values["fusion"],
         )
         return run_search(request)
 

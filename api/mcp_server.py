@@ -72,7 +72,11 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
 
     @server.tool(annotations=READ_ONLY)
     def search_memory(
-        query: str, k: int = 8, filters: dict[str, Any] | None = None, mode: str = "hybrid"
+        query: str,
+        k: int = 8,
+        filters: dict[str, Any] | None = None,
+        mode: str = "hybrid",
+        fusion: str | None = None,
     ) -> dict[str, Any]:
         """Search the user's notes, past conversations and saved memories (hybrid: meaning and exact words).
 
@@ -89,8 +93,10 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
                 memories only), metadata (front matter to match, {"status": "draft"}),
                 modified_since (ISO date).
             mode: "hybrid" (default), or "keyword" for exact words only, "vector" for meaning only.
+            fusion: how hybrid combines meaning and exact words: "rrf" (by rank) or "convex" (by
+                normalised score); leave it out for the server's default.
         """
-        request = call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters))
+        request = call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters, fusion=fusion))
         hits = call(lambda: _ready(searcher).run(request))
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 

@@ -148,12 +148,14 @@ class ReadSession:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
 
-    def vector_arm(self, embedding: np.ndarray, limit: int, exact: bool = False) -> list[int]:
+    def vector_arm(self, embedding: np.ndarray, limit: int, exact: bool = False) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the nearest chunks, nearest first."""
         name = "vector_arm_exact" if exact else "vector_arm"
         rows = self.conn.execute(Q[(name, self.filtered)], {**self.params, "embedding": embedding, "limit": limit})
-        return [row[0] for row in rows.fetchall()]
+        return [(row[0], float(row[1])) for row in rows.fetchall()]
 
-    def keyword_arm(self, query: str, limit: int, depth: int) -> list[int]:
+    def keyword_arm(self, query: str, limit: int, depth: int) -> list[tuple[int, float]]:
+        """(chunk id, its document's BM25 score) of the best documents' best chunks, best first."""
         params = {
             **self.params,
             "query": query,
@@ -164,7 +166,8 @@ class ReadSession:
             "depth": depth,
             "limit": limit,
         }
-        return [row[0] for row in self.conn.execute(Q[("keyword_arm", self.filtered)], params).fetchall()]
+        rows = self.conn.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
+        return [(row[0], float(row[1])) for row in rows]
 
     def fetch(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
         rows = self.conn.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()

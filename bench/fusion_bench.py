@@ -74,8 +74,8 @@ def main() -> int:
             with conn.transaction():
                 session = store.ReadSession(conn, None, ef_search=max(settings.ef_search, candidates))
                 for query_id, vector in zip(query_ids, vectors, strict=True):
-                    keyword = session.keyword_arm(dataset.queries[query_id], candidates, depth=1000)
-                    nearest = session.vector_arm(vector, candidates)
+                    keyword = [i for i, _ in session.keyword_arm(dataset.queries[query_id], candidates, depth=1000)]
+                    nearest = [i for i, _ in session.vector_arm(vector, candidates)]
                     runs.setdefault(f"chunks, {candidates} candidates", {})[query_id] = as_run(
                         documents(fuse([keyword, nearest]))
                     )

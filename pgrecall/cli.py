@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10, help="number of hits, 1 to 100 (default: 10)")
     search.add_argument("--mode", choices=("hybrid", "vector", "keyword"), default="hybrid")
+    search.add_argument(
+        "--fusion",
+        choices=("rrf", "convex"),
+        help="how the arms are fused: rrf (Reciprocal Rank Fusion) or convex (normalised scores) "
+        "(default: PGRECALL_FUSION)",
+    )
     enrichment = search.add_mutually_exclusive_group()
     enrichment.add_argument(
         "--enrich",
@@ -201,8 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--mode",
         action="append",
-        choices=("vector", "keyword", "hybrid", "hybrid+enrich"),
-        help="only these modes (repeatable; default: all four)",
+        choices=("vector", "keyword", "hybrid", "hybrid:rrf", "hybrid:convex", "hybrid+enrich"),
+        help="only these modes (repeatable; default: all; hybrid is the default fusion, PGRECALL_FUSION)",
     )
     evaluate.add_argument("--fresh", action="store_true", help="drop the eval database and index from scratch")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
@@ -280,7 +286,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api.contract import search_request
 
     # Validated as every interface does (pgrecall.api.contract), before any connection.
-    request = search_request(args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=_search_filters(args))
+    request = search_request(
+        args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=_search_filters(args), fusion=args.fusion
+    )
     searcher = _searcher(settings, pool_size=1)
     try:
         hits = searcher.run(request)
@@ -292,7 +300,12 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if not hits:
         print("no results")
     for number, hit in enumerate(hits, 1):
-        ranks = ", ".join(f"{arm} #{rank}" for arm, rank in hit.ranks.items() if rank is not None)
+        ranks = ", ".join(
+            f"{arm} #{rank}"
+            + (f" {hit.arm_scores[arm]:.2f}" if hit.arm_scores and hit.arm_scores.get(arm) is not None else "")
+            for arm, rank in hit.ranks.items()
+            if rank is not None
+        )
         print(f"{number}. {hit.path}  [{hit.score:.4f}; {ranks}]")
         if hit.heading:
             print(f"   {hit.heading}")

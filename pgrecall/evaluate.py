@@ -23,10 +23,14 @@ from pgrecall.errors import InvalidInput
 from pgrecall.migrate import migrate
 from pgrecall.settings import Settings
 
+# "hybrid" fuses as PGRECALL_FUSION says (the default); "hybrid:rrf" and "hybrid:convex" name
+# the fusion, so one run measures both on the same index and arms.
 MODES: dict[str, dict[str, Any]] = {
     "vector": {"mode": "vector", "enrich_query": False},
     "keyword": {"mode": "keyword", "enrich_query": False},
     "hybrid": {"mode": "hybrid", "enrich_query": False},
+    "hybrid:rrf": {"mode": "hybrid", "enrich_query": False, "fusion": "rrf"},
+    "hybrid:convex": {"mode": "hybrid", "enrich_query": False, "fusion": "convex"},
     "hybrid+enrich": {"mode": "hybrid", "enrich_query": True},
 }
 DEPTH = 100  # documents ranked per query: Recall@100 needs them
@@ -194,8 +198,8 @@ def ann_recall(searcher, queries: list[str], k: int = 10) -> float:
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
         for vector in vectors:
-            approximate = session.vector_arm(vector, k)
-            exact = session.vector_arm(vector, k, exact=True)
+            approximate = [chunk_id for chunk_id, _ in session.vector_arm(vector, k)]
+            exact = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True)]
             overlaps.append(len(set(approximate) & set(exact)) / k)
     return round(statistics.fmean(overlaps), 4)
 

@@ -7,6 +7,7 @@ and check each variable, and writes the environment part of `pgrecall --help`.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,9 @@ class Setting:
     variable: str  # the environment variable
     help: str
     default: Any = None  # the value when the variable is unset or empty
-    minimum: int | None = None  # set for integer settings: the smallest value accepted
+    minimum: int | None = None  # set for integer (and real) settings: the smallest value accepted
+    maximum: float | None = None  # the largest value accepted, where there is one
+    real: bool = False  # a number with a fraction (float) rather than an integer
     choices: tuple[str, ...] = ()  # set for settings that take one of a few words
     path: bool = False  # the value is a file or folder
     computed: Callable[[], Path] | None = None  # a default found when the environment is read
@@ -42,11 +45,14 @@ class Setting:
             return self.computed() if self.computed else self.default
         if self.minimum is not None:
             try:
-                value = int(raw)
+                value = float(raw) if self.real else int(raw)
             except ValueError:
-                raise ConfigurationError(f"{self.variable} must be an integer, got {raw!r}") from None
-            if value < self.minimum:
-                raise ConfigurationError(f"{self.variable} must be at least {self.minimum}, got {value}")
+                kind = "a number" if self.real else "an integer"
+                raise ConfigurationError(f"{self.variable} must be {kind}, got {raw!r}") from None
+            if not math.isfinite(value) or value < self.minimum:
+                raise ConfigurationError(f"{self.variable} must be at least {self.minimum}, got {raw}")
+            if self.maximum is not None and value > self.maximum:
+                raise ConfigurationError(f"{self.variable} must be at most {self.maximum}, got {raw}")
             return value
         if self.choices and raw not in self.choices:
             raise ConfigurationError(f"{self.variable} must be {' or '.join(self.choices)}, got {raw!r}")
@@ -118,7 +124,23 @@ SETTINGS: tuple[Setting, ...] = (
         default=128,
         minimum=32,
     ),
+    Setting(
+        "fusion",
+        "PGRECALL_FUSION",
+        "how hybrid search fuses its arms: rrf (Reciprocal Rank Fusion) or convex (normalised scores)",
+        default="convex",
+        choices=("rrf", "convex"),
+    ),
     Setting("rrf_k", "PGRECALL_RRF_K", "Reciprocal Rank Fusion constant k", default=60, minimum=1),
+    Setting(
+        "fusion_alpha",
+        "PGRECALL_FUSION_ALPHA",
+        "convex fusion: the vector arm's weight, 0 to 1 (the keyword arm's is 1 - alpha)",
+        default=0.5,
+        minimum=0,
+        maximum=1,
+        real=True,
+    ),
     Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=200, minimum=1),
     Setting(
         "log_format",
@@ -189,7 +211,9 @@ class Settings:
     embed_batch_size: int
     max_file_bytes: int
     chunk_tokens: int
+    fusion: str
     rrf_k: int
+    fusion_alpha: float
     ef_search: int
     log_format: str | None
     config_file: Path

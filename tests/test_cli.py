@@ -39,6 +39,9 @@ def test_index_then_search_json(cli_env, tmp_path):
     assert set(hits[0]) >= {"path", "heading", "text", "score", "ranks"}
     assert set(hits[0]["ranks"]) == {"vector", "keyword"}
     assert hits[0]["ranks"]["keyword"] == 1
+    assert hits[0]["arm_scores"]["keyword"] == 1.0  # convex, the default fusion
+    by_rank = json.loads(pgrecall("search", "E-4711", "-k", "2", "--fusion", "rrf", "--json", env=cli_env).stdout)
+    assert by_rank[0]["path"] == "incidents/e4711.md" and by_rank[0]["arm_scores"] is None
 
     status = pgrecall("status", "--json", env=cli_env)
     state = json.loads(status.stdout)

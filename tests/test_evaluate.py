@@ -76,10 +76,12 @@ def test_eval_indexes_into_its_own_database_and_scores_every_mode(dataset, db_ur
     try:
         result = run_eval(settings, dataset)
         assert result["dataset"] == "tiny" and result["queries"] == 4
-        assert set(result["modes"]) == {"vector", "keyword", "hybrid", "hybrid+enrich"}
+        assert set(result["modes"]) == {"vector", "keyword", "hybrid", "hybrid:rrf", "hybrid:convex", "hybrid+enrich"}
         for metrics in result["modes"].values():
             assert set(metrics) == {"ndcg@10", "recall@10", "recall@100", "mrr@10", "p50_ms", "p95_ms"}
         assert result["modes"]["hybrid"]["ndcg@10"] == 1.0
+        assert result["modes"]["hybrid:rrf"]["ndcg@10"] == 1.0
+        assert result["modes"]["hybrid:convex"]["ndcg@10"] == 1.0
         assert result["modes"]["keyword"]["mrr@10"] == 1.0
         assert result["indexing"]["indexed"] == 6
         assert 0.0 <= result["ann_recall@10"] <= 1.0

@@ -45,3 +45,105 @@ def test_k_changes_how_much_the_top_rank_dominates():
 def test_rejects_non_positive_k():
     with pytest.raises(ValueError):
         reciprocal_rank_fusion([], k=0)
+
+
+# --- convex fusion ---------------------------------------------------------------------------------
+
+from pgrecall.api.fuse import convex_fusion, min_max  # noqa: E402
+
+
+def test_min_max_puts_the_best_at_one_and_the_worst_at_zero():
+    assert min_max([0.9, 0.6, 0.5]) == pytest.approx([1.0, 0.25, 0.0])
+    assert min_max([]) == []
+
+
+def test_min_max_of_equal_scores_is_one_for_each():
+    assert min_max([3.0, 3.0]) == [1.0, 1.0]
+    assert min_max([7.5]) == [1.0]
+
+
+def test_convex_scores_are_hand_computed_weighted_sums():
+    # vector similarities 0.9, 0.7, 0.5 -> 1, 0.5, 0; BM25 12, 3, 0 -> 1, 0.25, 0
+    lists = [
+        RankedList("keyword", ["b", "c", "d"], scores=[12.0, 3.0, 0.0]),
+        RankedList("vector", ["a", "b", "c"], scores=[0.9, 0.7, 0.5]),
+    ]
+    fused = convex_fusion(lists, alpha=0.5)
+    scores = {f.id: f.score for f in fused}
+    assert scores == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.125, "d": 0.0})
+    assert [f.id for f in fused] == ["b", "a", "c", "d"]
+    by_id = {f.id: f for f in fused}
+    assert by_id["b"].arm_scores == pytest.approx({"keyword": 1.0, "vector": 0.5})
+    assert by_id["b"].ranks == {"keyword": 1, "vector": 2}
+
+
+def test_convex_a_candidate_missing_from_an_arm_gets_zero_from_it():
+    lists = [
+        RankedList("vector", ["a", "b"], scores=[0.8, 0.4]),
+        RankedList("keyword", ["b", "c"], scores=[5.0, 1.0]),
+    ]
+    by_id = {f.id: f for f in convex_fusion(lists, alpha=0.3, arms=("vector", "keyword"))}
+    assert by_id["a"].arm_scores == {"vector": 1.0, "keyword": None}
+    assert by_id["a"].score == pytest.approx(0.3)
+    assert by_id["a"].ranks == {"vector": 1, "keyword": None}
+    assert by_id["c"].score == pytest.approx(0.0)
+    assert by_id["b"].score == pytest.approx(0.7)
+
+
+def test_convex_uses_score_gaps_that_rrf_ignores():
+    # The keyword arm's first hit towers over the rest; RRF sees only ranks.
+    lists = [
+        RankedList("keyword", ["x", "y", "z"], scores=[20.0, 2.1, 2.0]),
+        RankedList("vector", ["y", "z", "x", "w"], scores=[0.80, 0.79, 0.78, 0.40]),
+    ]
+    assert reciprocal_rank_fusion(lists)[0].id == "y"  # 1/62 + 1/61 against x's 1/61 + 1/63
+    fused = convex_fusion(lists)
+    assert fused[0].id == "x"  # x: 0.5 * 1 + 0.5 * 0.95; y: 0.5 * 0.0056 + 0.5 * 1
+    assert fused[0].score == pytest.approx(0.975)
+
+
+def test_convex_an_all_equal_list_gives_each_candidate_one():
+    lists = [
+        RankedList("keyword", ["p", "q"], scores=[4.0, 4.0]),
+        RankedList("vector", ["q", "r"], scores=[0.9, 0.1]),
+    ]
+    scores = {f.id: f.score for f in convex_fusion(lists, alpha=0.5)}
+    assert scores == pytest.approx({"p": 0.5, "q": 1.0, "r": 0.0})
+
+
+def test_convex_ties_keep_the_order_of_first_appearance():
+    lists = [
+        RankedList("keyword", ["k1", "k2"], scores=[2.0, 1.0]),
+        RankedList("vector", ["v1", "v2"], scores=[0.9, 0.5]),
+    ]
+    assert [f.id for f in convex_fusion(lists, alpha=0.5)] == ["k1", "v1", "k2", "v2"]
+
+
+def test_convex_alpha_one_and_zero_reduce_to_one_arms_order():
+    lists = [
+        RankedList("keyword", ["c", "b", "a"], scores=[9.0, 5.0, 1.0]),
+        RankedList("vector", ["a", "b", "d"], scores=[0.9, 0.6, 0.3]),
+    ]
+    for alpha, arm in ((1.0, "vector"), (0.0, "keyword")):
+        fused = convex_fusion(lists, alpha=alpha)
+        ids = next(lst.ids for lst in lists if lst.arm == arm)
+        assert [f.id for f in fused if f.id in ids] == ids  # the arm's own order
+        assert [f.id for f in fused][:2] == ids[:2]  # ahead of the other arm's candidates, which get 0
+
+
+def test_convex_variants_take_the_best_weighted_score_per_arm():
+    lists = [
+        RankedList("vector", ["a", "b"], scores=[0.9, 0.5]),  # a 1, b 0
+        RankedList("vector", ["b", "a"], weight=0.5, scores=[0.8, 0.2]),  # b 0.5 * 1, a 0
+    ]
+    by_id = {f.id: f for f in convex_fusion(lists, alpha=1.0)}
+    assert by_id["a"].arm_scores["vector"] == pytest.approx(1.0)
+    assert by_id["b"].arm_scores["vector"] == pytest.approx(0.5)  # max(0, 0.5), not the sum
+    assert by_id["b"].ranks["vector"] == 1
+
+
+def test_convex_rejects_bad_alpha_and_lists_without_scores():
+    with pytest.raises(ValueError):
+        convex_fusion([], alpha=1.5)
+    with pytest.raises(ValueError):
+        convex_fusion([RankedList("vector", ["a"])])

@@ -34,6 +34,18 @@ def test_post_and_get_search(client):
     assert all(h["path"].startswith("notes/") for h in filtered.json()["hits"])
 
 
+def test_fusion_in_the_body_and_the_query_string(client):
+    for fusion, convex in (("convex", True), ("rrf", False)):
+        posted = client.post("/search", json={"query": "E-4711", "k": 2, "fusion": fusion}).json()["hits"]
+        got = client.get("/search", params={"q": "E-4711", "k": 2, "fusion": fusion}).json()["hits"]
+        assert posted == got and posted[0]["path"] == "incidents/e4711.md", fusion
+        assert (posted[0]["arm_scores"] is not None) == convex, fusion
+    convex_hit = client.post("/search", json={"query": "E-4711", "k": 1, "fusion": "convex"}).json()["hits"][0]
+    assert convex_hit["arm_scores"]["keyword"] == 1.0
+    refused = client.get("/search", params={"q": "x", "fusion": "max"})
+    assert refused.status_code == 422 and refused.json() == {"error": "unknown fusion 'max'; use one of rrf, convex"}
+
+
 def test_document_and_health(client):
     document_id = client.post("/search", json={"query": "E-4711", "k": 1}).json()["hits"][0]["document_id"]
     document = client.get(f"/documents/{document_id}").json()
@@ -55,7 +67,12 @@ def test_document_and_health(client):
         ({"json": {"query": "x", "k": "many"}}, 422, "k: Input should be a valid integer"),
         ({"json": {"query": "x", "mode": "fuzzy"}}, 422, "unknown mode 'fuzzy'; use one of hybrid, vector, keyword"),
         ({"json": {"query": "x", "filters": {"owner": "me"}}}, 422, "unknown filter field 'owner'; known: source_root"),
-        ({"json": {"query": "x", "owner": "me"}}, 422, "unknown field 'owner'; known: query, k, mode, filters, enrich"),
+        (
+            {"json": {"query": "x", "owner": "me"}},
+            422,
+            "unknown field 'owner'; known: query, k, mode, filters, enrich, fusion",
+        ),
+        ({"json": {"query": "x", "fusion": "max"}}, 422, "unknown fusion 'max'; use one of rrf, convex"),
         ({"json": {"query": "x", "filters": {"modified_since": "soon"}}}, 422, "modified_since must be an ISO date"),
         ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "malformed JSON body"),
     ],

@@ -49,6 +49,10 @@ def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
             hits = (result.structured_content or json.loads(result.content[0].text))["hits"]
             assert hits[0]["path"] == "incidents/e4711.md"
             assert list(hits[0]) == list(contract.HIT_FIELDS)  # Hit.to_json(), as the CLI and HTTP give it
+            assert hits[0]["arm_scores"] is not None  # convex, the default fusion
+            by_rank = await client.call_tool("search_memory", {"query": "E-4711", "k": 2, "fusion": "rrf"})
+            by_rank_hits = (by_rank.structured_content or json.loads(by_rank.content[0].text))["hits"]
+            assert by_rank_hits[0]["path"] == "incidents/e4711.md" and by_rank_hits[0]["arm_scores"] is None
 
             document = await client.call_tool("get_document", {"id_or_path": str(hits[0]["document_id"])})
             body = document.structured_content or json.loads(document.content[0].text)

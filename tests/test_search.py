@@ -22,8 +22,9 @@ def indexed(index, tmp_path):
     return root
 
 
-def test_exact_error_code_ranks_its_chunk_first_in_hybrid(indexed, searcher):
-    hybrid = searcher.search("E-4711", k=3)
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_exact_error_code_ranks_its_chunk_first_in_hybrid(indexed, searcher, fusion):
+    hybrid = searcher.search("E-4711", k=3, fusion=fusion)
     assert hybrid[0].path == "incidents/e4711.md"
     assert hybrid[0].ranks["keyword"] == 1
     keyword = searcher.search("E-4711", k=3, mode="keyword")
@@ -35,7 +36,7 @@ def test_exact_error_code_ranks_its_chunk_first_in_hybrid(indexed, searcher):
 
 
 def test_hit_carries_path_heading_text_snippet_score_and_ranks(indexed, searcher):
-    hit = searcher.search("tomatoes ripen", k=1, enrich_query=False)[0]
+    hit = searcher.search("tomatoes ripen", k=1, enrich_query=False, fusion="rrf")[0]
     assert hit.path == "notes/garden.md"
     assert hit.heading == "# Garden"
     assert "Tomatoes" in hit.text and "Tomatoes" in hit.snippet
@@ -212,6 +213,7 @@ IDENTIFIER_NOTES = {
 }
 
 
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
@@ -224,9 +226,57 @@ IDENTIFIER_NOTES = {
         ("what did decision DEC-0055 change", "releases/b.md"),
     ],
 )
-def test_identifiers_rank_their_chunk_first_in_hybrid(index, searcher, tmp_path, query, expected):
+def test_identifiers_rank_their_chunk_first_in_hybrid(index, searcher, tmp_path, query, expected, fusion):
     index(write_notes(tmp_path / "ids", IDENTIFIER_NOTES))
-    assert searcher.search(query, k=3)[0].path == expected
+    assert searcher.search(query, k=3, fusion=fusion)[0].path == expected
+
+
+def test_the_example_notes_error_code_ranks_its_incident_first_by_default(index, searcher, tmp_path):
+    """examples/notes: E-4712's incident is the vector arm's first and the keyword arm's third,
+    E-4711's the keyword arm's first (by far) and the vector arm's fourth. Reciprocal Rank Fusion,
+    blind to how far the keyword arm's first leads, ranks E-4712 first (1/61 + 1/63 > 1/64 + 1/61);
+    the convex combination of normalised scores ranks E-4711 first."""
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "examples"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "notes", root)
+    index(root)
+    convex = searcher.search("E-4711", k=3, fusion="convex")
+    assert convex[0].path == "incident-e4711.md"
+    assert searcher.search("E-4711", k=3)[0].path == "incident-e4711.md"  # convex is the default
+    assert convex[0].ranks["keyword"] == 1 and convex[0].arm_scores["keyword"] == 1.0
+
+
+def test_convex_fusion_shows_each_arms_normalised_score(indexed, searcher):
+    hit = searcher.search("tomatoes ripen", k=1, fusion="convex")[0]
+    assert hit.path == "notes/garden.md"
+    assert hit.ranks == {"vector": 1, "keyword": 1}
+    assert hit.arm_scores == {"vector": 1.0, "keyword": 1.0}  # first in both arms: the top of each scale
+    assert hit.score == pytest.approx(1.0)  # 0.5 * 1 + 0.5 * 1
+    assert hit.to_json()["arm_scores"] == {"vector": 1.0, "keyword": 1.0}
+    for other in searcher.search("tomatoes ripen", k=5, fusion="convex")[1:]:
+        assert 0.0 <= other.score < 1.0
+        assert all(v is None or 0.0 <= v <= 1.0 for v in other.arm_scores.values())
+    rrf = searcher.search("tomatoes ripen", k=1, fusion="rrf")[0]
+    assert rrf.arm_scores is None and rrf.to_json()["arm_scores"] is None
+
+
+def test_the_default_fusion_is_the_setting(indexed, settings, db_url, embedder):
+    import dataclasses
+
+    for fusion in ("rrf", "convex"):
+        configured = dataclasses.replace(settings, fusion=fusion)
+        with Searcher(db_url, configured, embedder=embedder, pool_size=1) as searcher:
+            hit = searcher.search("tomatoes ripen", k=1)[0]
+            assert (hit.arm_scores is not None) == (fusion == "convex"), fusion
+            override = searcher.search("tomatoes ripen", k=1, fusion="rrf")[0]
+            assert override.arm_scores is None
+
+
+def test_an_unknown_fusion_is_refused(searcher):
+    with pytest.raises(InvalidInput, match="^unknown fusion 'max'; use one of rrf, convex$"):
+        searcher.search("x", fusion="max")
 
 
 def test_searcher_is_a_context_manager_that_closes_its_pool(indexed, settings, db_url, embedder):

@@ -9,7 +9,7 @@ from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import ConfigurationError
 from pgrecall.settings import SETTINGS, Settings, load_settings
 
-INTEGERS = [s for s in SETTINGS if s.minimum is not None]
+INTEGERS = [s for s in SETTINGS if s.minimum is not None and not s.real]
 
 # The defaults, written out here on purpose: a change to one must be a choice.
 EXPECTED_DEFAULTS = {
@@ -21,7 +21,9 @@ EXPECTED_DEFAULTS = {
     "embed_batch_size": 64,
     "max_file_bytes": 10 * 1024 * 1024,
     "chunk_tokens": 128,
+    "fusion": "convex",
     "rrf_k": 60,
+    "fusion_alpha": 0.5,
     "ef_search": 200,
     "log_format": None,
     "reconcile_seconds": 600,
@@ -62,6 +64,8 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_MODEL": "/models/m",
         "PGRECALL_LOG_FORMAT": "json",
         "PGRECALL_CONFIG": str(tmp_path / "c.toml"),
+        "PGRECALL_FUSION": "rrf",
+        "PGRECALL_FUSION_ALPHA": "0.25",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -72,6 +76,8 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.model == "/models/m"
     assert settings.log_format == "json"
     assert settings.config_file == (tmp_path / "c.toml").resolve()
+    assert settings.fusion == "rrf"
+    assert settings.fusion_alpha == 0.25
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
@@ -102,6 +108,31 @@ def test_a_non_integer_is_refused_in_one_line_naming_the_variable(setting, raw):
     message = str(refused.value)
     assert message.startswith(f"{setting.variable} must be an integer, got ")
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("raw", ["0", "1", "0.7"])
+def test_fusion_alpha_takes_a_number_from_0_to_1(raw):
+    assert load_settings({"PGRECALL_FUSION_ALPHA": raw}).fusion_alpha == float(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("-0.1", "must be at least 0, got -0.1"),
+        ("1.5", "must be at most 1, got 1.5"),
+        ("nan", "must be at least 0, got nan"),
+        ("half", "must be a number, got 'half'"),
+    ],
+)
+def test_fusion_alpha_outside_0_to_1_is_refused_naming_the_variable(raw, message):
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings({"PGRECALL_FUSION_ALPHA": raw})
+    assert str(refused.value) == f"PGRECALL_FUSION_ALPHA {message}"
+
+
+def test_an_unknown_fusion_is_refused():
+    with pytest.raises(ConfigurationError, match=r"^PGRECALL_FUSION must be rrf or convex, got 'max'$"):
+        load_settings({"PGRECALL_FUSION": "max"})
 
 
 def test_an_unknown_log_format_is_refused():

@@ -16,6 +16,7 @@ AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
 AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
 
 -- vector_arm --
+-- Each nearest chunk with its cosine similarity (1 - cosine distance), nearest first.
 -- pgvector 0.8's iterative scan keeps reading the HNSW graph until enough rows
 -- pass the filter; relaxed order is re-sorted by the outer query.
 WITH nearest AS MATERIALIZED (
@@ -26,11 +27,11 @@ WITH nearest AS MATERIALIZED (
     ORDER BY c.embedding <=> %(embedding)s
     LIMIT %(limit)s
 )
-SELECT id, distance FROM nearest ORDER BY distance, id
+SELECT id, 1 - distance AS similarity FROM nearest ORDER BY distance, id
 
 -- vector_arm_exact --
 -- The same ranking without the approximate index: the yardstick for its recall.
-SELECT c.id, c.embedding <=> %(embedding)s AS distance
+SELECT c.id, 1 - (c.embedding <=> %(embedding)s) AS similarity
 FROM pgrecall.chunks c
 {filter_joins}
 WHERE {document_filter}
@@ -42,7 +43,8 @@ LIMIT %(limit)s
 -- its impact-ordered list, so a common word costs no more than a rare one.
 -- Documents are scored (term frequencies summed over their chunks, document
 -- lengths and frequencies), and each scored document contributes its best
--- chunk by chunk-level BM25.
+-- chunk by chunk-level BM25. Each row: that chunk and its document's BM25 score,
+-- the score that orders the list.
 WITH stats AS (
     SELECT chunk_count::float8 AS chunks,
            greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
