@@ -40,13 +40,9 @@ def folder_of(settings: Settings) -> Path:
 
 def writable_url(settings: Settings) -> str:
     """The index's database, migrated (as every command that writes does)."""
-    from pgrecall import database
-    from pgrecall.migrate import migrate
+    from pgrecall.migrate import migrated_url
 
-    url = database.database_url(settings)
-    with database.connect(url) as conn:
-        migrate(conn)
-    return url
+    return migrated_url(settings)
 
 
 def _library_logging() -> None:

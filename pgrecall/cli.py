@@ -216,13 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _url(settings: Settings, migrate: bool = True) -> str:
-    url = database.database_url(settings)
-    if migrate:
-        from pgrecall.migrate import migrate as apply_migrations
+    if not migrate:
+        return database.database_url(settings)
+    from pgrecall.migrate import migrated_url
 
-        with database.connect(url) as conn:
-            apply_migrations(conn)
-    return url
+    return migrated_url(settings)
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:

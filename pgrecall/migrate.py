@@ -19,10 +19,12 @@ from importlib import resources
 import psycopg
 import structlog
 
+from pgrecall import database
 from pgrecall.errors import MigrationError
+from pgrecall.settings import Settings
 
 # Serialises concurrent migrators of one database (several workers starting at once).
-_ADVISORY_LOCK_KEY = 0x70677263  # "pgrc"
+MIGRATION_LOCK_KEY = 0x70677263  # "pgrc"
 PROCRASTINATE_MIGRATION = "procrastinate-schema"
 QUEUE_PREFIX = "procrastinate/"
 # Databases migrated before the queue's files were recorded one by one hold only
@@ -68,6 +70,14 @@ def queue_migrations() -> list[Migration]:
 def queue_migration_version(migration: Migration) -> tuple[int, ...]:
     """The Procrastinate release that introduced a migration: "03.01.00_01_pre_add_heartbeat.sql" -> (3, 1, 0)."""
     return tuple(int(part) for part in migration.name.removeprefix(QUEUE_PREFIX)[:8].split("."))
+
+
+def migrated_url(settings: Settings) -> str:
+    """The index's database (the embedded server started if needed), migrated: what every command that writes uses."""
+    url = database.database_url(settings)
+    with database.connect(url) as conn:
+        migrate(conn)
+    return url
 
 
 def ensure_ledger(conn: psycopg.Connection) -> None:
@@ -117,7 +127,7 @@ def _migrate_once(
     queue = queue_migrations() if queue is None else queue
     applied_now: list[str] = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
         ensure_ledger(conn)
         applied = dict(conn.execute("SELECT name, checksum FROM pgrecall.schema_migrations").fetchall())
         # The queue's schema comes first: our migrations refer to its tables.
