@@ -162,8 +162,14 @@ def run_eval(
         "seconds": round(summary.seconds, 1),
         "chunks_per_s": round(summary.chunks_per_second, 1),
     }
-    embedder = get_embedder(settings.model, settings.embed_batch_size)
-    result: dict[str, Any] = {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "modes": {}}
+    embedder = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+    result: dict[str, Any] = {
+        "dataset": dataset.name,
+        "split": split,
+        "queries": len(dataset.queries),
+        "embedding": {"backend": embedder.backend, "space": embedder.space},
+        "modes": {},
+    }
     with Searcher(url, settings, embedder=embedder, pool_size=1) as searcher:
         searcher.search("warm up", k=1)
         for label in modes or list(MODES):
@@ -213,6 +219,8 @@ def format_table(result: dict[str, Any]) -> str:
     for label, metrics in result["modes"].items():
         lines.append(f"{label:<15}" + "".join(f"{metrics[c]:>11}" for c in columns))
     lines.append(f"HNSW recall@10 against exact search: {result['ann_recall@10']} (ef_search {result['ef_search']})")
+    if "embedding" in result:
+        lines.append(f"embedding: {result['embedding']['space']} (backend {result['embedding']['backend']})")
     ix = result["indexing"]
     lines.append(
         f"indexing: {ix['documents']} documents, {ix['indexed']} indexed, {ix['unchanged']} unchanged, "

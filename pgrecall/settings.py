@@ -111,6 +111,21 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("embed_batch_size", "PGRECALL_EMBED_BATCH", "texts per embedding batch", default=64, minimum=1),
     Setting(
+        "embed_backend",
+        "PGRECALL_EMBED_BACKEND",
+        "how the model runs: torch, onnx (onnxruntime) or onnx-int8 (quantized); "
+        "ONNX files are exported once from the local weights into PGRECALL_HOME/models",
+        default="torch",
+        choices=("torch", "onnx", "onnx-int8"),
+    ),
+    Setting(
+        "model_cache",
+        "PGRECALL_MODEL_CACHE",
+        "folder of the ONNX files exported from the model, and of weight checksums (shared by homes that name it)",
+        path=True,
+        shown="PGRECALL_HOME/models",
+    ),
+    Setting(
         "max_file_bytes",
         "PGRECALL_MAX_FILE_BYTES",
         "files larger than this many bytes are recorded as skipped without being read",
@@ -209,6 +224,8 @@ class Settings:
     model: str | None
     worker_concurrency: int
     embed_batch_size: int
+    embed_backend: str
+    model_cache: Path | None
     max_file_bytes: int
     chunk_tokens: int
     fusion: str

@@ -24,6 +24,10 @@ from pgrecall.migrate import migrate
 from pgrecall.settings import Settings, load_settings
 
 TEMPLATE = "pgrecall_test_template"
+# Every test has a home of its own; the ONNX files exported from the model are shared by all
+# of them (and by the processes they start), as PGRECALL_MODEL_CACHE allows, instead of one
+# export per home. Kept between runs: each file is checked against the weights' checksum.
+os.environ.setdefault("PGRECALL_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "pgrecall-test-models"))
 _counter = itertools.count()
 
 

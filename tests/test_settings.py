@@ -19,6 +19,8 @@ EXPECTED_DEFAULTS = {
     "model": None,
     "worker_concurrency": 32,
     "embed_batch_size": 64,
+    "embed_backend": "torch",
+    "model_cache": None,
     "max_file_bytes": 10 * 1024 * 1024,
     "chunk_tokens": 128,
     "fusion": "convex",
@@ -66,6 +68,8 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_CONFIG": str(tmp_path / "c.toml"),
         "PGRECALL_FUSION": "rrf",
         "PGRECALL_FUSION_ALPHA": "0.25",
+        "PGRECALL_EMBED_BACKEND": "onnx-int8",
+        "PGRECALL_MODEL_CACHE": str(tmp_path / "models"),
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -78,6 +82,8 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.config_file == (tmp_path / "c.toml").resolve()
     assert settings.fusion == "rrf"
     assert settings.fusion_alpha == 0.25
+    assert settings.embed_backend == "onnx-int8"
+    assert settings.model_cache == (tmp_path / "models").resolve()
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out

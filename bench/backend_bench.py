@@ -1,0 +1,101 @@
+"""Raw embedding throughput of each backend on the same texts, and how close each is to torch.
+
+    .venv/bin/python bench/backend_bench.py [--corpus ../shared/data/scifact] [--documents 500]
+
+Splits the first N SciFact abstracts (title + text) into chunks of about 60 words,
+embeds them all with torch, onnx and onnx-int8 at PGRECALL_EMBED_BATCH, and prints
+JSON: chunks/s per backend, the ratio to torch, and min/mean cosine to torch's
+vectors. Also the one-off export + quantize time (on a fresh temporary home) and
+each backend's cold start (a new process, files present: time to the first vector,
+and whether it imported torch). Ratios measured in one run are what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import structlog
+
+from pgrecall.embedding import BACKENDS, Embedder
+from pgrecall.settings import load_settings
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
+WORDS = 60
+
+COLD = """
+import sys, time
+started = time.perf_counter()
+from pgrecall.embedding import Embedder
+Embedder(backend=sys.argv[1]).embed_batch(["warm"])
+print(round(time.perf_counter() - started, 2), "torch" in sys.modules)
+"""
+
+
+def chunks(corpus: Path, documents: int) -> list[str]:
+    texts = []
+    with open(corpus / "corpus.jsonl", encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            if number >= documents:
+                break
+            entry = json.loads(line)
+            words = f"{entry.get('title', '')} {entry['text']}".split()
+            texts += [" ".join(words[start : start + WORDS]) for start in range(0, len(words), WORDS)]
+    return texts
+
+
+def cold_start(backend: str, home: Path) -> dict:
+    env = {"PGRECALL_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", COLD, backend], env=env, capture_output=True, text=True, check=True)
+    seconds, imported = out.stdout.split()
+    return {"first_vector_s": float(seconds), "imports_torch": imported == "True"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--documents", type=int, default=500)
+    args = parser.parse_args()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # stdout is the JSON
+    settings = load_settings()
+    texts = chunks(args.corpus, args.documents)
+    result: dict = {"chunks": len(texts), "batch_size": settings.embed_batch_size, "backends": {}}
+    with tempfile.TemporaryDirectory(prefix="pgrecall-backend-bench-") as directory:
+        home = Path(directory)
+        started = time.perf_counter()
+        Embedder(backend="onnx", home=home).load()
+        result["export_s"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        Embedder(backend="onnx-int8", home=home).load()
+        result["quantize_s"] = round(time.perf_counter() - started, 1)
+        reference = None
+        for backend in BACKENDS:
+            embedder = Embedder(batch_size=settings.embed_batch_size, backend=backend, home=home).load()
+            embedder.embed_batch(texts[:8])  # not timed
+            started = time.perf_counter()
+            vectors = embedder.embed_batch(texts)
+            seconds = time.perf_counter() - started
+            reference = vectors if reference is None else reference
+            cosines = (vectors * reference).sum(axis=1)
+            result["backends"][backend] = {
+                "space": embedder.space,
+                "chunks_per_s": round(len(texts) / seconds, 1),
+                "cosine_to_torch_min": round(float(np.min(cosines)), 4),
+                "cosine_to_torch_mean": round(float(np.mean(cosines)), 5),
+            }
+        torch_rate = result["backends"]["torch"]["chunks_per_s"]
+        for numbers in result["backends"].values():
+            numbers["ratio_to_torch"] = round(numbers["chunks_per_s"] / torch_rate, 2)
+        for backend in BACKENDS:
+            result["backends"][backend]["cold"] = cold_start(backend, home)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
