@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from pgrecall.worker.batcher import EmbeddingBatcher
+from pgrecall.worker.batcher import EmbeddingBatcher, length_groups
 
 
 class FakeModel:
@@ -182,3 +182,65 @@ def test_after_close_a_request_fails_instead_of_waiting_forever():
     with pytest.raises(RuntimeError, match="shutdown"):
         run(scenario())
     assert model.calls == [["t1"]]
+
+
+@pytest.mark.parametrize(
+    ("lengths", "max_count", "expected"),
+    [
+        ([], 4, []),
+        ([5], 4, [[0]]),
+        # longest first; a group closes at max_count
+        ([1, 9, 5, 7, 3], 2, [[1, 3], [2, 4], [0]]),
+        # a group closes when the next is much shorter, once it holds min_count (2 here)
+        ([100, 100, 40, 40, 95], 64, [[0, 1, 4], [2, 3]]),
+        # never below min_count: a single long text does not make a batch of its own
+        ([100, 40, 40, 40], 64, [[0, 1], [2, 3]]),
+    ],
+)
+def test_length_groups_puts_texts_of_similar_length_together(lengths, max_count, expected):
+    assert length_groups(lengths, max_count, min_count=2, shortest=0.9) == expected
+
+
+def test_length_groups_uses_every_index_once_and_respects_the_bounds():
+    lengths = [(n * 37) % 101 + 1 for n in range(500)]
+    groups = length_groups(lengths, 64)
+    assert sorted(i for group in groups for i in group) == list(range(500))
+    assert all(len(group) <= 64 for group in groups)
+    # far less padding than batches of 64 in arrival order: each padded to its longest
+    padded = sum(max(lengths[i] for i in group) * len(group) for group in groups)
+    arrival = sum(max(lengths[s : s + 64]) * len(lengths[s : s + 64]) for s in range(0, 500, 64))
+    assert padded < 1.1 * sum(lengths) < arrival
+
+
+def test_a_call_goes_to_the_model_in_groups_of_similar_length_and_comes_back_in_order():
+    model = FakeModel()
+    long_texts, short_texts = _texts(1000, 1008), _texts(1, 9)  # 5 and 2 characters
+
+    async def scenario():
+        batcher = EmbeddingBatcher(model, max_texts=64, linger_seconds=0.05, model_batch_size=8)
+        try:
+            mixed = [batcher.embed([long, short]) for long, short in zip(long_texts, short_texts, strict=True)]
+            return await asyncio.gather(*mixed), batcher
+        finally:
+            await batcher.close()
+
+    results, batcher = run(scenario())
+    assert batcher.calls == 1  # one call of the batcher, in two model batches
+    assert [_values(r) for r in results] == [[1000 + n, 1 + n] for n in range(8)]
+    assert sorted(map(sorted, model.calls)) == [sorted(short_texts), sorted(long_texts)]
+
+
+def test_word_pieces_given_by_every_request_decide_the_groups_not_characters():
+    model = FakeModel()
+    texts = _texts(1000, 1008) + _texts(1, 9)
+    pieces = [10] * 8 + [100] * 8  # the short texts hold the most word pieces
+
+    async def scenario():
+        batcher = EmbeddingBatcher(model, max_texts=64, linger_seconds=0, model_batch_size=8)
+        try:
+            return await batcher.embed(texts, lengths=pieces)
+        finally:
+            await batcher.close()
+
+    assert _values(run(scenario())) == [float(t[1:]) for t in texts]
+    assert model.calls == [_texts(1, 9), _texts(1000, 1008)]  # the longest by word pieces first

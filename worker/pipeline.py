@@ -111,8 +111,12 @@ class Indexer:
         cls, pool: AsyncConnectionPool, settings: Settings, on_outcome: Callable[[Outcome], None] | None = None
     ) -> Indexer:
         """The model (loaded on first use) behind one batcher shared by every job of this process."""
-        embedder = get_embedder(settings.model, settings.embed_batch_size)
-        batcher = EmbeddingBatcher(embedder.embed_batch, max_texts=max(settings.embed_batch_size * 4, 64))
+        embedder = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+        batcher = EmbeddingBatcher(
+            embedder.embed_batch,
+            max_texts=max(settings.embed_batch_size * 4, 64),
+            model_batch_size=settings.embed_batch_size,  # each call in batches of similar length
+        )
         return cls(
             pool,
             embedder,
@@ -305,7 +309,8 @@ class Indexer:
         chunked = await asyncio.to_thread(self._chunk_all, documents)
         attempt.stage = "embed"
         texts = [chunk.embedding_text for chunks in chunked for chunk in chunks]
-        vectors = await self.batcher.embed(texts)  # in slices: other jobs' notes go between them
+        lengths = [chunk.token_count for chunks in chunked for chunk in chunks]
+        vectors = await self.batcher.embed(texts, lengths)  # in slices: other jobs' notes go between them
         attempt.stage = "store"
         offset = 0
         async with self.pool.connection() as conn:
