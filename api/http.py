@@ -31,7 +31,13 @@ from pgrecall.api import contract
 from pgrecall.api.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Startup
-from pgrecall.errors import ConfigurationError, DatabaseUnavailable, InvalidInput, PgRecallError
+from pgrecall.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    EmbeddingSpaceMismatch,
+    InvalidInput,
+    PgRecallError,
+)
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
 READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
@@ -283,6 +289,10 @@ def create_app(
     @app.exception_handler(DatabaseUnavailable)
     async def database_down(request: Request, exc: Exception) -> JSONResponse:
         return _error(503, "database unavailable")
+
+    @app.exception_handler(EmbeddingSpaceMismatch)
+    async def other_embedding_space(request: Request, exc: EmbeddingSpaceMismatch) -> JSONResponse:
+        return _error(409, str(exc))  # the index's state conflicts with this server's embedder
 
     @app.exception_handler(PgRecallError)
     async def not_available(request: Request, exc: PgRecallError) -> JSONResponse:

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from pgrecall import database, status
-from pgrecall.api import enrich, reader, store
+from pgrecall.api import enrich, reader, spaces, store
 from pgrecall.api.contract import (  # noqa: F401 (re-exported: the names this module always had)
     FILTER_FIELDS,
     MAX_INTERNAL_K,
@@ -84,7 +84,8 @@ class Searcher:
         except BaseException:
             self.pool.close()
             raise
-        self.embedder = embedder or get_embedder(settings.model, settings.embed_batch_size)
+        # Loaded on the first query that needs vectors: keyword searches never load a model.
+        self.embedder = embedder or get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
 
     def close(self) -> None:
         self.pool.close()
@@ -142,6 +143,9 @@ class Searcher:
         lists: list[RankedList] = []
         with self.pool.connection() as conn, conn.transaction():
             session = store.ReadSession(conn, request.filters, ef_search=max(self.settings.ef_search, limit))
+            space = None
+            if vectors is not None:  # never compare vectors of two embedding spaces
+                space = spaces.vector_arm_space(session.embedding_spaces(), self.embedder.space)
             # Keyword lists go first: fusion breaks exact ties by first appearance, so
             # lexical evidence wins them (E-4711 against its near-twin E-4712, which a
             # dense model cannot tell apart).
@@ -151,7 +155,7 @@ class Searcher:
                     lists.append(_ranked("keyword", scored, _variant_weight(position)))
             for position in range(len(variants)):
                 if vectors is not None:
-                    scored = session.vector_arm(vectors[position], limit)
+                    scored = session.vector_arm(vectors[position], limit, space=space)
                     lists.append(_ranked("vector", scored, _variant_weight(position)))
             arms = ("vector", "keyword")
             if fusion == "convex":

@@ -132,7 +132,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
-    values = {name: None for name in FILTER_FIELDS}
+    values: dict[str, Any] = {name: None for name in FILTER_FIELDS}
+    values["embedding_space"] = None  # set for the vector arm while the index holds two spaces
     for name, value in (filters or {}).items():
         values[name] = Jsonb(value) if name == "metadata" else value
     return values
@@ -148,10 +149,18 @@ class ReadSession:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
 
-    def vector_arm(self, embedding: np.ndarray, limit: int, exact: bool = False) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) of the nearest chunks, nearest first."""
+    def embedding_spaces(self) -> list[str | None]:
+        """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
+        return [row[0] for row in self.conn.execute(_RAW["embedding_spaces"]).fetchall()]
+
+    def vector_arm(
+        self, embedding: np.ndarray, limit: int, exact: bool = False, space: str | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the nearest chunks, nearest first; only chunks of
+        documents embedded in `space` where it is given (api.spaces)."""
         name = "vector_arm_exact" if exact else "vector_arm"
-        rows = self.conn.execute(Q[(name, self.filtered)], {**self.params, "embedding": embedding, "limit": limit})
+        params = {**self.params, "embedding": embedding, "limit": limit, "embedding_space": space}
+        rows = self.conn.execute(Q[(name, self.filtered or space is not None)], params)
         return [(row[0], float(row[1])) for row in rows.fetchall()]
 
     def keyword_arm(self, query: str, limit: int, depth: int) -> list[tuple[int, float]]:

@@ -54,6 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--quiet", action="store_true", help="no progress bar")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 
+    reembed = commands.add_parser(
+        "reembed",
+        help="embed again what was embedded in another embedding space (model, backend, quantization)",
+        description="Find every indexed file whose vectors are of another embedding space than this "
+        "configuration's (PGRECALL_MODEL, PGRECALL_EMBED_BACKEND), or of none recorded, and index it "
+        "again through the job queue, with progress. Searches refuse to compare vectors of two spaces; "
+        "while this runs they search the part already embedded in theirs.",
+        epilog="example: PGRECALL_EMBED_BACKEND=onnx-int8 pgrecall reembed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    reembed.add_argument("--quiet", action="store_true", help="no progress bar")
+    reembed.add_argument("--json", action="store_true", help="print the summary as JSON")
+
     search = commands.add_parser(
         "search",
         help="hybrid search of the index",
@@ -229,7 +242,19 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
     url = _url(settings)
     progress = None if args.quiet or args.json else progress_bar
-    summary = asyncio.run(run_index(settings, url, args.paths, progress=progress))
+    return _print_index_summary(args, asyncio.run(run_index(settings, url, args.paths, progress=progress)))
+
+
+def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.worker.progress import progress_bar
+    from pgrecall.worker.run import run_reembed
+
+    url = _url(settings)
+    progress = None if args.quiet or args.json else progress_bar
+    return _print_index_summary(args, asyncio.run(run_reembed(settings, url, progress=progress)))
+
+
+def _print_index_summary(args: argparse.Namespace, summary) -> int:
     result = {
         "enqueued": summary.files_enqueued,
         "removals_enqueued": summary.removals_enqueued,
@@ -512,6 +537,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import status as status_module
     from pgrecall.api.memories import folder_of
+    from pgrecall.embedding import get_embedder
     from pgrecall.worker.memories import MemoryFolder
     from pgrecall.worker.scan import iter_files
     from pgrecall.worker.watch import describe_watch
@@ -523,6 +549,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             count_files=lambda folder: sum(1 for _ in iter_files(folder)),
             memory_folder=folder_of(settings),
             count_memories=lambda folder: sum(1 for _ in MemoryFolder(folder).memories()),
+            embedding_space=get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).space,
         )
     if args.json:
         print(json.dumps(status, default=str))
@@ -542,6 +569,15 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             " the next index, serve or worker runs them again"
         )
     print(f"last index: {status['last_indexed_at'] or 'never'}")
+    for space in status["embedding_spaces"]:
+        current = " (this configuration's)" if space["space"] == status["embedding_space"] else ""
+        name = space["space"] or "not recorded"
+        print(f"embedded:   {space['documents']} documents, {space['chunks']} chunks in {name}{current}")
+    if status["documents_to_reembed"]:
+        print(
+            f"reembed:    {status['documents_to_reembed']} documents of another embedding space than "
+            f"{status['embedding_space']}: pgrecall reembed, or the next serve reconciliation, embeds them again"
+        )
     memories = status["memories"]
     print(f"memories:   {memories['count']} in {memories['folder']}, {memories['indexed']} indexed")
     for root in status["roots"]:
@@ -615,6 +651,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "worker": cmd_worker,
     "eval": cmd_eval,
     "index": cmd_index,
+    "reembed": cmd_reembed,
     "search": cmd_search,
     "remember": cmd_remember,
     "update": cmd_update,

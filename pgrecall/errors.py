@@ -32,3 +32,7 @@ class UnsupportedFile(PgRecallError):
 
 class InvalidInput(PgRecallError):
     """Invalid input."""
+
+
+class EmbeddingSpaceMismatch(PgRecallError):
+    """The index's vectors are of another embedding space than this search's query embedder."""

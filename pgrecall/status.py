@@ -78,11 +78,13 @@ def report(
     count_files: Callable[[Path], int] | None = None,
     memory_folder: Path | None = None,
     count_memories: Callable[[Path], int] | None = None,
+    embedding_space: str | None = None,
 ) -> dict[str, Any]:
     """Everything `pgrecall status` shows. `count_files(folder)` says how many files a root's
     folder holds (the worker's scan); without it, or for a folder that is gone, `files` is None.
     With `memory_folder`, `memories` is {folder, count: the notes `count_memories(folder)` finds
-    there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}."""
+    there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}.
+    With `embedding_space` (this configuration's), `documents_to_reembed` counts the documents of others."""
     status = index_status(conn)
     status["queue"] = queue_status(conn) | {"stalled": stalled_job_count(conn, settings.stalled_seconds)}
     status["roots"] = []
@@ -112,4 +114,15 @@ def report(
             "indexed": memory_count(conn, memory_folder),
         }
     status["database"] = "embedded" if settings.embedded else "external"
+    status["embedding_spaces"] = embedding_spaces(conn)
+    if embedding_space is not None:
+        status["embedding_space"] = embedding_space
+        status["documents_to_reembed"] = sum(
+            s["documents"] for s in status["embedding_spaces"] if s["space"] != embedding_space
+        )
     return status
+
+
+def embedding_spaces(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Per embedding space of the indexed vectors: space (None: not recorded), documents, chunks."""
+    return _rows(conn.execute(Q["embedding_spaces"]))

@@ -144,6 +144,7 @@ class Indexer:
         self.chunking = chunking_signature(chunk_tokens)
         self.max_file_bytes = max_file_bytes
         self.embedder = embedder
+        self.embedding_space = embedder.space
         self.batcher = batcher
         self.on_outcome = on_outcome
 
@@ -240,8 +241,13 @@ class Indexer:
 
         info = attempt.info = dataclasses.replace(attempt.info, content_hash=adapters.content_hash(data))
         async with self.pool.connection() as conn:
-            state = await store.document_state(conn, root, path)
-            if state is not None and state.content_hash == info.content_hash and state.chunking == self.chunking:
+            state = await store.document_state(conn, root, path, self.embedding_space)
+            if (
+                state is not None
+                and state.content_hash == info.content_hash
+                and state.chunking == self.chunking
+                and not state.other_space
+            ):
                 await store.touch(conn, state.id, info)
                 return self._report(Outcome(root, path, "unchanged"), started)
 
@@ -282,8 +288,8 @@ class Indexer:
             parent_id = await store.record_container(
                 conn, root=root, path=path, kind=parsed.kind, title=title, info=unhashed, chunking=self.chunking
             )
-            existing = await store.child_hashes(conn, parent_id)
-        current = {c.path: (c.content_hash, None, self.chunking) for c in children}
+            existing = await store.child_hashes(conn, parent_id, self.embedding_space)
+        current = {c.path: (c.content_hash, None, self.chunking, False) for c in children}
         changed = [c for c in children if existing.get(c.path) != current[c.path]]
         chunk_count = await self._write(root, changed, info, parent_id, attempt)
         vanished = sorted(set(existing) - {c.path for c in children})
@@ -323,6 +329,7 @@ class Indexer:
                     vectors=vectors[offset : offset + len(chunks)],
                     info=info,
                     chunking=self.chunking,
+                    embedding_space=self.embedding_space,
                     parent_id=parent_id,
                 )
                 offset += len(chunks)

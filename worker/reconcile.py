@@ -37,15 +37,16 @@ class Reconciliation:
 
 def plan(
     present: dict[str, tuple[int, object]],
-    indexed: dict[str, tuple[int | None, object, str | None, str | None]],
+    indexed: dict[str, tuple[int | None, object, str | None, str | None, bool]],
     chunking: str,
 ) -> tuple[list[str], list[str]]:
     """(changed or new paths, vanished paths), from sizes and modification times alone;
-    a file chunked another way than `chunking` counts as changed."""
+    a file chunked another way than `chunking`, or with vectors of another embedding
+    space (see store.file_states), counts as changed."""
     changed = sorted(
         path
         for path, state in present.items()
-        if path not in indexed or indexed[path][:2] != state or indexed[path][3] != chunking
+        if path not in indexed or indexed[path][:2] != state or indexed[path][3] != chunking or indexed[path][4]
     )
     vanished = sorted(path for path in indexed if path not in present)
     return changed, vanished
@@ -72,6 +73,7 @@ async def reconcile(
     pool: AsyncConnectionPool,
     root: Path,
     chunking: str,
+    embedding_space: str,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Reconciliation:
     started = time.perf_counter()
@@ -79,7 +81,7 @@ async def reconcile(
     entries = {entry.relative: entry for entry in await asyncio.to_thread(lambda: list(scan.iter_entries(root)))}
     present = {path: entry.size_and_mtime for path, entry in entries.items()}
     async with pool.connection() as conn:
-        indexed = await store.file_states(conn, root_text)
+        indexed = await store.file_states(conn, root_text, embedding_space)
     changed, vanished = plan(present, indexed, chunking)
     report = Reconciliation(root=root_text, files=len(present))
 

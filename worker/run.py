@@ -72,6 +72,43 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
     with a reason; any that does not is listed in `unaccounted`.
     """
     targets = resolve_targets(paths)
+
+    async def enqueue(app: procrastinate.App, conn, summary: IndexSummary, indexer: Indexer) -> dict[str, list[str]]:
+        presence: dict[str, list[str]] = {}
+        for root, files in targets:
+            root_text = str(root)
+            if files is None:
+                present = await asyncio.to_thread(lambda r=root: list(scan.iter_files(r)))
+                indexed = await store.indexed_paths(conn, root_text)
+                gone = sorted(set(indexed) - set(present))
+                summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
+            else:
+                present = files
+            presence.setdefault(root_text, []).extend(present)
+            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
+        return presence
+
+    return await _run_jobs(settings, url, enqueue, progress)
+
+
+async def run_reembed(settings: Settings, url: str, progress=None) -> IndexSummary:
+    """Embed again every file whose vectors are of another embedding space than this
+    process's embedder (another model, backend or quantization, or not recorded),
+    through the queue, as `run_index` does; files of every root, memories included."""
+
+    async def enqueue(app: procrastinate.App, conn, summary: IndexSummary, indexer: Indexer) -> dict[str, list[str]]:
+        files = await store.files_of_other_space(conn, indexer.embedding_space)
+        for root_text, paths in files.items():
+            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, paths)
+        log.info("reembed_planned", space=indexer.embedding_space, files=sum(len(p) for p in files.values()))
+        return files
+
+    return await _run_jobs(settings, url, enqueue, progress)
+
+
+async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSummary:
+    """Enqueue (enqueue(app, conn, summary, indexer) -> root -> paths of the run) and work
+    the queue until no job of those roots is left; then account for every file."""
     summary = IndexSummary()
     app = tasks.build_app(url)
     bar = None
@@ -90,19 +127,8 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
         try:
             pool = await database.open_async_pool(url)
             indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
-            presence: dict[str, list[str]] = {}
             async with pool.connection() as conn:
-                for root, files in targets:
-                    root_text = str(root)
-                    if files is None:
-                        present = await asyncio.to_thread(lambda r=root: list(scan.iter_files(r)))
-                        indexed = await store.indexed_paths(conn, root_text)
-                        gone = sorted(set(indexed) - set(present))
-                        summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
-                    else:
-                        present = files
-                    presence.setdefault(root_text, []).extend(present)
-                    summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
+                presence = await enqueue(app, conn, summary, indexer)
             waiting = await _waiting_jobs(app)
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:

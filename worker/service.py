@@ -70,9 +70,10 @@ async def _recover_stalled_jobs(app: procrastinate.App, stalled_seconds: int) ->
 
 async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], settings: Settings) -> None:
     chunking = chunking_signature(settings.chunk_tokens)
+    space = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).space
     while True:
         for root in roots:
-            await reconcile.reconcile(app, pool, root.path, chunking, max_file_bytes=settings.max_file_bytes)
+            await reconcile.reconcile(app, pool, root.path, chunking, space, max_file_bytes=settings.max_file_bytes)
         await asyncio.sleep(settings.reconcile_seconds)
 
 

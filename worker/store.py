@@ -39,20 +39,23 @@ class DocumentState:
     mtime: datetime.datetime | None
     error: str | None
     chunking: str | None
+    other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
 
 
-async def document_state(conn: psycopg.AsyncConnection, root: str, path: str) -> DocumentState | None:
-    cursor = await conn.execute(Q["document_state"], {"root": root, "path": path})
+async def document_state(conn: psycopg.AsyncConnection, root: str, path: str, space: str) -> DocumentState | None:
+    cursor = await conn.execute(Q["document_state"], {"root": root, "path": path, "space": space})
     row = await cursor.fetchone()
     return DocumentState(*row) if row else None
 
 
 async def child_hashes(
-    conn: psycopg.AsyncConnection, parent_id: int
-) -> dict[str, tuple[str | None, str | None, str | None]]:
-    """path -> (content hash, error, chunking) of an export's conversations."""
-    cursor = await conn.execute(Q["child_documents"], {"parent_id": parent_id})
-    return {path: (digest, error, chunking) for path, _id, digest, error, chunking in await cursor.fetchall()}
+    conn: psycopg.AsyncConnection, parent_id: int, space: str
+) -> dict[str, tuple[str | None, str | None, str | None, bool]]:
+    """path -> (content hash, error, chunking, vectors of another space than `space`) of an export's conversations."""
+    cursor = await conn.execute(Q["child_documents"], {"parent_id": parent_id, "space": space})
+    return {
+        path: (digest, error, chunking, other) for path, _id, digest, error, chunking, other in await cursor.fetchall()
+    }
 
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
@@ -116,11 +119,12 @@ async def write_document(
     vectors: np.ndarray,
     info: FileInfo | None,
     chunking: str,
+    embedding_space: str,
     parent_id: int | None = None,
 ) -> int:
-    """Replace the document's chunks; returns its id. One transaction."""
+    """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction."""
     async with conn.transaction():
-        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking)
+        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
         before = await _statistics_of(conn, [document_id])
         await conn.execute(Q["delete_chunks"], {"document_id": document_id})
         if chunks:
@@ -157,6 +161,7 @@ async def _upsert(
     info: FileInfo | None,
     parent_id: int | None,
     chunking: str | None,
+    embedding_space: str | None,
 ) -> int:
     params: dict[str, Any] = {
         "root": root,
@@ -170,6 +175,7 @@ async def _upsert(
         "metadata": Jsonb(document.metadata),
         "chunk_count": chunk_count,
         "chunking": chunking,
+        "embedding_space": embedding_space,
     }
     cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]
@@ -249,11 +255,21 @@ async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
 
 
 async def file_states(
-    conn: psycopg.AsyncConnection, root: str
-) -> dict[str, tuple[int | None, datetime.datetime | None, str | None, str | None]]:
-    """path -> (size, mtime, content hash, chunking) of the root's files as last indexed."""
-    cursor = await conn.execute(Q["file_states"], {"root": root})
-    return {path: (size, mtime, digest, chunking) for path, size, mtime, digest, chunking in await cursor.fetchall()}
+    conn: psycopg.AsyncConnection, root: str, space: str
+) -> dict[str, tuple[int | None, datetime.datetime | None, str | None, str | None, bool]]:
+    """path -> (size, mtime, content hash, chunking, vectors of another space than `space`)
+    of the root's files as last indexed."""
+    cursor = await conn.execute(Q["file_states"], {"root": root, "space": space})
+    return {path: tuple(state) for path, *state in await cursor.fetchall()}
+
+
+async def files_of_other_space(conn: psycopg.AsyncConnection, space: str) -> dict[str, list[str]]:
+    """root -> paths of its files with vectors of another embedding space than `space`."""
+    cursor = await conn.execute(Q["files_of_other_space"], {"space": space})
+    files: dict[str, list[str]] = {}
+    for root, path in await cursor.fetchall():
+        files.setdefault(root, []).append(path)
+    return files
 
 
 async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, destination: str) -> int:

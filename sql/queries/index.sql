@@ -1,12 +1,19 @@
 -- Queries of the write path (pgrecall.worker.store). Values are always parameters.
 
 -- document_state --
-SELECT id, kind, content_hash, size_bytes, mtime, error, chunking
-FROM pgrecall.documents
-WHERE source_root = %(root)s AND path = %(path)s AND parent_id IS NULL
+-- other_space: the file (or one of an export's conversations) has vectors of
+-- another embedding space than %(space)s, so it must be embedded again.
+SELECT d.id, d.kind, d.content_hash, d.size_bytes, d.mtime, d.error, d.chunking,
+       (d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
+       OR EXISTS (
+           SELECT 1 FROM pgrecall.documents c
+           WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
+       ) AS other_space
+FROM pgrecall.documents d
+WHERE d.source_root = %(root)s AND d.path = %(path)s AND d.parent_id IS NULL
 
 -- child_documents --
-SELECT path, id, content_hash, error, chunking
+SELECT path, id, content_hash, error, chunking, chunk_count > 0 AND embedding_space IS DISTINCT FROM %(space)s
 FROM pgrecall.documents
 WHERE parent_id = %(parent_id)s
 
@@ -14,10 +21,10 @@ WHERE parent_id = %(parent_id)s
 -- A file of a root (parent_id NULL).
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, indexed_at, error, error_stage)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage)
 VALUES
     (%(root)s, %(path)s, NULL, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
-     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, now(), NULL, NULL)
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL)
 ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -27,6 +34,7 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     metadata = excluded.metadata,
     chunk_count = excluded.chunk_count,
     chunking = excluded.chunking,
+    embedding_space = excluded.embedding_space,
     indexed_at = excluded.indexed_at,
     error = NULL,
     error_stage = NULL
@@ -36,10 +44,10 @@ RETURNING id
 -- A conversation of an export: unique by its path within its parent.
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, indexed_at, error, error_stage)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
-     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, now(), NULL, NULL)
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL)
 ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -49,6 +57,7 @@ ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     metadata = excluded.metadata,
     chunk_count = excluded.chunk_count,
     chunking = excluded.chunking,
+    embedding_space = excluded.embedding_space,
     indexed_at = excluded.indexed_at,
     error = NULL,
     error_stage = NULL
@@ -178,9 +187,27 @@ DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
 
 -- file_states --
-SELECT path, size_bytes, mtime, content_hash, chunking
-FROM pgrecall.documents
-WHERE source_root = %(root)s AND parent_id IS NULL
+-- other_space as in document_state.
+SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
+       (d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
+       OR EXISTS (
+           SELECT 1 FROM pgrecall.documents c
+           WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
+       ) AS other_space
+FROM pgrecall.documents d
+WHERE d.source_root = %(root)s AND d.parent_id IS NULL
+
+-- files_of_other_space --
+-- pgrecall reembed: the files (of any root) with vectors of another space than %(space)s.
+SELECT d.source_root, d.path
+FROM pgrecall.documents d
+WHERE d.parent_id IS NULL
+  AND ((d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
+       OR EXISTS (
+           SELECT 1 FROM pgrecall.documents c
+           WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
+       ))
+ORDER BY d.source_root, d.path
 
 -- documents_at --
 -- The file at exactly this path, with an export's conversations.

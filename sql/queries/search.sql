@@ -14,6 +14,7 @@ AND (%(path_prefix)s::text IS NULL
 AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
 AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
 AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
+AND (%(embedding_space)s::text IS NULL OR d.embedding_space = %(embedding_space)s)
 
 -- vector_arm --
 -- Each nearest chunk with its cosine similarity (1 - cosine distance), nearest first.
@@ -105,6 +106,24 @@ FROM best_chunks b
 JOIN document_scores ds ON ds.document_id = b.document_id
 ORDER BY ds.score DESC, b.chunk_id
 LIMIT %(limit)s
+
+-- embedding_spaces --
+-- The distinct embedding spaces of documents with chunks (NULL: not recorded), by a loose
+-- index scan over documents_embedding_space (0012): one probe per space, not per document.
+WITH RECURSIVE spaces(space, present) AS (
+    (SELECT embedding_space, true FROM pgrecall.documents
+     WHERE chunk_count > 0 AND embedding_space IS NOT NULL ORDER BY embedding_space LIMIT 1)
+    UNION ALL
+    SELECT next.embedding_space, true
+    FROM spaces s
+    CROSS JOIN LATERAL (
+        SELECT embedding_space FROM pgrecall.documents
+        WHERE chunk_count > 0 AND embedding_space > s.space ORDER BY embedding_space LIMIT 1
+    ) next
+)
+SELECT space FROM spaces
+UNION ALL
+SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0 AND embedding_space IS NULL)
 
 -- fetch_hits --
 SELECT c.id, d.id, d.source_root, d.path, d.kind, d.title, c.heading, c.text, d.metadata, d.mtime

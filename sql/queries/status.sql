@@ -73,3 +73,11 @@ LIMIT %(limit)s
 SELECT (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at,
        pgrecall.queue_depth(%(queue)s) AS queue_depth,
        (SELECT count(*) FROM pgrecall.documents WHERE kind <> ALL(%(not_documents)s::text[])) AS documents
+
+-- embedding_spaces --
+-- Documents and chunks per embedding space (0012); NULL: indexed before spaces were recorded.
+SELECT embedding_space AS space, count(*)::bigint AS documents, sum(chunk_count)::bigint AS chunks
+FROM pgrecall.documents
+WHERE chunk_count > 0
+GROUP BY embedding_space
+ORDER BY count(*) DESC, embedding_space
