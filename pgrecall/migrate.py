@@ -128,6 +128,11 @@ def _migrate_once(
     applied_now: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        # Procrastinate's schema names no schema: its objects belong in public (0003 refers to
+        # public.procrastinate_jobs). A login named pgrecall would otherwise put them in our
+        # schema, the "$user" entry of the default search_path. The rest of the path is kept
+        # (an extension schema a DBA put there).
+        conn.execute("SELECT set_config('search_path', 'public, ' || current_setting('search_path'), true)")
         ensure_ledger(conn)
         applied = dict(conn.execute("SELECT name, checksum FROM pgrecall.schema_migrations").fetchall())
         # The queue's schema comes first: our migrations refer to its tables.
