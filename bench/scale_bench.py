@@ -1,16 +1,51 @@
-"""Search latency at 100,000 chunks, built from real text.
+"""Search latency, HNSW recall, write cost and disk use at 100,000 to 1,000,000 chunks.
 
-    .venv/bin/python bench/scale_bench.py [--copies 4] [--queries 100]
+    .venv/bin/python bench/scale_bench.py --chunks 100000 --json
+    .venv/bin/python bench/scale_bench.py --chunks 1000000 --reuse --json    # grows what is there
+    .venv/bin/python bench/scale_bench.py --sizes 100000,300000,1000000 --hnsw rebuild --json
+                                                       # one database grown: the 1M build paid once
 
 Starts from the SciFact index that `pgrecall eval ../shared/data/scifact` built
-(database pgrecall_eval_scifact, about 23,000 chunks), clones it, and adds
-COPIES perturbed copies of every document through the real write path
-(store.write_document: COPY, postings, BM25 statistics, HNSW): each copy
-drops 15% of the words at random and swaps a few neighbours, and its vectors
-are the original's plus Gaussian noise (sigma 0.02, renormalised), standing in
-for the embedding of a near-duplicate without paying 90,000 model calls. Then
-times keyword, vector and hybrid searches for the SciFact test queries, and
-measures the HNSW arm's recall@10 against exact search at that size.
+(database pgrecall_eval_scifact, about 23,000 chunks), clones it (CREATE
+DATABASE ... TEMPLATE: the source is only read), migrates the clone, and adds
+perturbed copies of its documents through the real write path
+(store.write_document: COPY, postings, BM25 statistics, HNSW) until the index
+holds about N chunks. A copy drops 15% of the words at random and swaps a few
+neighbours, and its vectors are the original's plus Gaussian noise (sigma
+0.02, renormalised), standing in for the embedding of a near-duplicate
+without paying a million model calls. Copy j of document i is the same text
+and vectors however the index was grown (seeded by (j, i)), and growth
+resumes where the last run stopped, so `--sizes` pays for the 1M build once.
+
+The load runs on --connections concurrent connections with
+synchronous_commit off (the load is the fixture, not what is measured).
+--hnsw says how the HNSW index is kept during the load:
+  maintain  "maintained per write": every write_document inserts into the graph,
+            as the worker does (the default);
+  rebuild   "rebuilt after load": the HNSW indexes of pgrecall.chunks are dropped,
+            the copies written (postings, statistics, COPY still through
+            write_document), then each index is created again from its own
+            definition as the migrations left it in the catalog (pg_indexes:
+            same opclass, m and ef_construction), with --maintenance-work-mem
+            and max_parallel_maintenance_workers. The definitions are kept in
+            the table public.scale_bench_dropped_indexes of the clone until
+            they are back, so an interrupted load is repaired by the next run.
+The JSON says which ("build": {"hnsw": ...}).
+
+Before measuring: the BM25 statistics are folded where the write path
+defers them (a fold function of pgrecall.worker.store or .statistics, if
+there is one), then VACUUM ANALYZE. Measured per size, with the real
+Searcher (pgrecall.api.search.Searcher, the connections users get): keyword,
+vector and hybrid searches (k=10, query embedding included, each query once
+to warm the cache first), p50/p95 over the SciFact test queries; the HNSW
+arm's recall@10 against exact search at the default ef_search; the parts
+of a search timed apart ("parts": query embedding, each arm's SQL); the cost of
+one document write on the built index (--writes sequential write_document
+calls of a fresh copy each: p50/p95; they stay in the index); sizes on disk.
+--ef-search 40,100,200 adds a sweep of recall and vector latency.
+
+Prints one JSON object per size (--json: nothing else on stdout), and with
+--sizes a growth table after them (on stderr with --json).
 """
 
 from __future__ import annotations
@@ -18,20 +53,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import inspect
 import json
 import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from pgrecall.evaluate import ann_recall, percentile
-
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_scale_bench"
+SIGMA = 0.02
+COPY_PATH = "copy{copy}/{path}"
+HNSW_MODES = {"maintain": "maintained per write", "rebuild": "rebuilt after load"}
 
 
 def perturb(text: str, rng: random.Random) -> str:
@@ -42,62 +81,462 @@ def perturb(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-async def add_copies(url: str, copies: int, seed: int = 7) -> tuple[int, float]:
-    from pgrecall.database import open_async_pool as open_pool
-    from pgrecall.worker import store
+def noisy(vectors: np.ndarray, rng: np.random.Generator, sigma: float = SIGMA) -> np.ndarray:
+    """Unit vectors near `vectors`: Gaussian noise added, renormalised."""
+    moved = vectors + rng.normal(0, sigma, vectors.shape)
+    return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+
+
+def plan(written_copies: int, chunk_counts: list[int], needed: int) -> Iterator[tuple[int, int]]:
+    """(copy, source index) of the next copies to write, resuming after `written_copies`
+    copy documents, until they add at least `needed` chunks (copies are numbered from 1)."""
+    if not chunk_counts or needed <= 0:
+        return
+    planned, position = 0, written_copies
+    while planned < needed:
+        copy, index = copy_at(position, len(chunk_counts))
+        yield copy, index
+        planned += chunk_counts[index]
+        position += 1
+
+
+def copy_at(position: int, documents: int) -> tuple[int, int]:
+    """(copy, source index) of the position-th copy document ever written (from 0)."""
+    copy, index = divmod(position, documents)
+    return copy + 1, index
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The original documents (copies are made of these) and their chunks."""
+
+    documents: list[tuple]  # (root, path, kind, title, chunking)
+    chunks: list[list[tuple]]  # per document: (ordinal, heading, text, token_count)
+    vectors: list[np.ndarray]  # per document: its chunks' vectors
+
+    @property
+    def chunk_counts(self) -> list[int]:
+        return [len(c) for c in self.chunks]
+
+
+def load_source(conn: psycopg.Connection) -> Source:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    rows = conn.execute(
+        """SELECT id, source_root, path, kind, title, chunking FROM pgrecall.documents
+           WHERE chunk_count > 0 AND path NOT LIKE 'copy%/%' ORDER BY id"""
+    ).fetchall()
+    position = {row[0]: i for i, row in enumerate(rows)}
+    chunks: list[list[tuple]] = [[] for _ in rows]
+    vectors: list[list[np.ndarray]] = [[] for _ in rows]
+    for document_id, ordinal, heading, text, tokens, embedding in conn.execute(
+        """SELECT c.document_id, c.ordinal, c.heading, c.text, c.token_count, c.embedding
+           FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id
+           WHERE d.path NOT LIKE 'copy%/%' ORDER BY c.document_id, c.ordinal"""
+    ):
+        chunks[position[document_id]].append((ordinal, heading, text, tokens))
+        vectors[position[document_id]].append(embedding.to_numpy())
+    return Source([row[1:] for row in rows], chunks, [np.stack(v) for v in vectors])
+
+
+def make_copy(source: Source, copy: int, index: int):
+    """The document, chunks and vectors of copy `copy` of source document `index`."""
     from pgrecall.worker.document import Chunk, ParsedDocument
 
-    rng = random.Random(seed)
-    noise = np.random.default_rng(seed)
-    with psycopg.connect(url) as conn:
-        from pgvector.psycopg import register_vector
+    root, path, kind, title, chunking = source.documents[index]
+    rng = random.Random(f"{copy}:{index}")
+    chunks = [Chunk(o, h, perturb(t, rng), n) for o, h, t, n in source.chunks[index]]
+    vectors = noisy(source.vectors[index], np.random.default_rng([copy, index]))
+    parsed = ParsedDocument(
+        path=COPY_PATH.format(copy=copy, path=path),
+        kind=kind,
+        title=title or "",
+        content_hash=f"copy{copy}",
+        sections=[],
+    )
+    return root, parsed, chunks, vectors, chunking
 
-        register_vector(conn)
-        documents = conn.execute(
-            "SELECT id, source_root, path, kind, title, chunking FROM pgrecall.documents WHERE chunk_count > 0 ORDER BY id"
-        ).fetchall()
-        chunks_of: dict[int, list[tuple]] = {}
-        for document_id, ordinal, heading, text, tokens, embedding in conn.execute(
-            "SELECT document_id, ordinal, heading, text, token_count, embedding FROM pgrecall.chunks ORDER BY document_id, ordinal"
-        ):
-            chunks_of.setdefault(document_id, []).append((ordinal, heading, text, tokens, embedding.to_numpy()))
-    pool = await open_pool(url, max_size=4)
-    written = 0
-    started = time.perf_counter()
 
-    async def write(copy: int, document) -> int:
-        document_id, root, path, kind, title, chunking = document
-        originals = chunks_of[document_id]
-        chunks = [Chunk(o, h, perturb(t, rng), n) for o, h, t, n, _ in originals]
-        vectors = np.stack([v for *_, v in originals]) + noise.normal(0, 0.02, (len(originals), 384))
-        vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-        parsed = ParsedDocument(
-            path=f"copy{copy}/{path}", kind=kind, title=title or "", content_hash=f"copy{copy}", sections=[]
-        )
-        async with pool.connection() as conn:
-            await store.write_document(
-                conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None, chunking=chunking
-            )
-        return len(chunks)
+def write_arguments(embedding_space: str | None) -> dict[str, Any]:
+    """Keyword arguments write_document takes besides the document (embedding_space where it has one)."""
+    from pgrecall.worker import store
 
+    if "embedding_space" in inspect.signature(store.write_document).parameters:
+        return {"embedding_space": embedding_space}
+    return {}
+
+
+async def write_copy(conn: psycopg.AsyncConnection, source: Source, copy: int, index: int, extra: dict) -> int:
+    from pgrecall.worker import store
+
+    root, parsed, chunks, vectors, chunking = make_copy(source, copy, index)
+    await store.write_document(
+        conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None, chunking=chunking, **extra
+    )
+    return len(chunks)
+
+
+async def _connect(url: str, fast_commit: bool) -> psycopg.AsyncConnection:
+    from pgrecall.database import configure_connection_async
+
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await configure_connection_async(conn)
+    if fast_commit:
+        await conn.execute("SET synchronous_commit = off")
+    return conn
+
+
+async def load(url: str, source: Source, jobs: list[tuple[int, int]], connections: int, extra: dict) -> int:
+    """Write the copies `jobs` on `connections` concurrent connections; returns the chunks written."""
+    queue = iter(jobs)
+    written = [0]
+    step = max(1, len(jobs) // 20)
+
+    async def worker() -> None:
+        conn = await _connect(url, fast_commit=True)
+        try:
+            for number, (copy, index) in enumerate(queue):
+                chunks = await write_copy(conn, source, copy, index, extra)
+                written[0] += chunks
+                if number % step == 0:
+                    print(f"  {written[0]} chunks written", file=sys.stderr)
+        finally:
+            await conn.close()
+
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    return written[0]
+
+
+async def timed_writes(url: str, source: Source, jobs: list[tuple[int, int]], extra: dict) -> list[float]:
+    """One write_document at a time on one connection, as the worker writes; ms each."""
+    conn = await _connect(url, fast_commit=False)
+    timings = []
     try:
-        for copy in range(1, copies + 1):
-            for start in range(0, len(documents), 4):
-                results = await asyncio.gather(*(write(copy, d) for d in documents[start : start + 4]))
-                written += sum(results)
-            print(f"copy {copy}: {written} chunks written", file=sys.stderr)
+        for copy, index in jobs:
+            started = time.perf_counter()
+            await write_copy(conn, source, copy, index, extra)
+            timings.append((time.perf_counter() - started) * 1000)
     finally:
-        await pool.close()
-    return written, time.perf_counter() - started
+        await conn.close()
+    return timings
+
+
+# --- the HNSW index, dropped for a load and rebuilt -------------------------------
+
+KEEP_TABLE = "CREATE TABLE IF NOT EXISTS public.scale_bench_dropped_indexes (name text PRIMARY KEY, definition text)"
+
+
+def hnsw_definitions(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(name, CREATE INDEX statement) of each HNSW index on pgrecall.chunks, as the catalog holds it."""
+    return conn.execute(
+        """SELECT indexname, indexdef FROM pg_indexes
+           WHERE schemaname = 'pgrecall' AND tablename = 'chunks' AND indexdef ILIKE '% USING hnsw %'
+           ORDER BY indexname"""
+    ).fetchall()
+
+
+def drop_hnsw(conn: psycopg.Connection) -> list[str]:
+    """Drop the HNSW indexes, keeping their definitions in the clone until restore_hnsw."""
+    with conn.transaction():
+        conn.execute(KEEP_TABLE)
+        found = hnsw_definitions(conn)
+        for name, definition in found:
+            conn.execute(
+                "INSERT INTO public.scale_bench_dropped_indexes VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (name, definition),
+            )
+            conn.execute(sql.SQL("DROP INDEX pgrecall.{}").format(sql.Identifier(name)))
+    return [name for name, _ in found]
+
+
+def restore_hnsw(conn: psycopg.Connection, maintenance_work_mem: str, workers: int) -> float:
+    """Create again every index drop_hnsw dropped; returns the seconds it took."""
+    with conn.transaction():
+        conn.execute(KEEP_TABLE)
+    started = time.perf_counter()
+    for name, definition in conn.execute("SELECT name, definition FROM public.scale_bench_dropped_indexes").fetchall():
+        with conn.transaction():
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
+            conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)", (str(workers),))
+            conn.execute(definition)
+            conn.execute("DELETE FROM public.scale_bench_dropped_indexes WHERE name = %s", (name,))
+    return time.perf_counter() - started
+
+
+# --- building ----------------------------------------------------------------------
+
+
+def written_copies(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM pgrecall.documents WHERE path LIKE 'copy%/%'").fetchone()[0]
+
+
+def chunk_total(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM pgrecall.chunks").fetchone()[0]
+
+
+def fold_function():
+    """(name, function) of the step that folds deferred BM25 statistics, where the write path has one."""
+    import importlib
+
+    for module_name in ("pgrecall.worker.statistics", "pgrecall.worker.store"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in ("fold_statistics", "fold_term_deltas", "fold_deltas", "fold"):
+            function = getattr(module, name, None)
+            if callable(function):
+                return f"{module_name}.{name}", function
+    return None, None
+
+
+def fold_statistics(url: str) -> str | None:
+    """Fold deferred BM25 statistics (see fold_function); the function's name, or None."""
+    name, function = fold_function()
+    if function is None:
+        return None
+    if inspect.iscoroutinefunction(function):
+
+        async def run() -> None:
+            conn = await _connect(url, fast_commit=False)
+            try:
+                await function(conn)
+            finally:
+                await conn.close()
+
+        asyncio.run(run())
+    else:
+        with psycopg.connect(url, autocommit=True) as conn:
+            function(conn)
+    return name
+
+
+def grow(url: str, source: Source, target: int, args: argparse.Namespace, extra: dict) -> dict[str, Any]:
+    """Add copies until the index holds about `target` chunks; what it took."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        have, position = chunk_total(conn), written_copies(conn)
+    jobs = list(plan(position, source.chunk_counts, target - have))
+    started = time.perf_counter()
+    hnsw_seconds = 0.0
+    with psycopg.connect(url, autocommit=True) as conn:
+        if args.hnsw == "rebuild" and jobs:
+            drop_hnsw(conn)
+        elif args.hnsw == "maintain":  # an interrupted rebuild-mode load left the index out
+            hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections)
+    load_started = time.perf_counter()
+    written = asyncio.run(load(url, source, jobs, args.connections, extra)) if jobs else 0
+    load_seconds = time.perf_counter() - load_started
+    with psycopg.connect(url, autocommit=True) as conn:
+        hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections)
+    fold_started = time.perf_counter()
+    folded = fold_statistics(url)
+    fold_seconds = time.perf_counter() - fold_started
+    vacuum_started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    vacuum_seconds = time.perf_counter() - vacuum_started
+    return {
+        "hnsw": HNSW_MODES[args.hnsw],
+        "chunks_added": written,
+        "documents_added": len(jobs),
+        "connections": args.connections,
+        "load_seconds": round(load_seconds, 1),
+        "chunks_per_s": round(written / load_seconds, 1) if written else None,
+        "hnsw_build_seconds": round(hnsw_seconds, 1),
+        "statistics_fold": folded,
+        "fold_seconds": round(fold_seconds, 1),
+        "vacuum_analyze_seconds": round(vacuum_seconds, 1),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def prepare(admin: str, reuse: bool, target: str = TARGET) -> str:
+    """The clone's URL: made from SOURCE unless `reuse` finds one; migrated either way."""
+    from pgrecall.migrate import migrate
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (target,)).fetchone()
+        if not (reuse and exists):
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(target)))
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(SOURCE))
+            )
+    url = psycopg.conninfo.make_conninfo(admin, dbname=target)
+    with psycopg.connect(url) as conn:
+        migrate(conn)
+        conn.commit()
+    return url
+
+
+def record_space(url: str, embedding_space: str | None) -> None:
+    """The clone's vectors are this model's (the eval built them): record it where the index records
+    spaces (0012) and the eval's rows predate it, as `pgrecall reembed` would have."""
+    if not embedding_space:
+        return
+    with psycopg.connect(url) as conn:
+        recorded = conn.execute(
+            """SELECT 1 FROM information_schema.columns
+               WHERE table_schema = 'pgrecall' AND table_name = 'documents' AND column_name = 'embedding_space'"""
+        ).fetchone()
+        if recorded:
+            conn.execute(
+                "UPDATE pgrecall.documents SET embedding_space = %s WHERE chunk_count > 0 AND embedding_space IS NULL",
+                (embedding_space,),
+            )
+
+
+# --- measuring ---------------------------------------------------------------------
+
+
+SIZES_SQL = """
+SELECT pg_table_size('pgrecall.chunks'),
+       pg_total_relation_size('pgrecall.chunks'),
+       (SELECT coalesce(sum(pg_relation_size(format('%I.%I', schemaname, indexname))), 0)::bigint
+        FROM pg_indexes WHERE schemaname = 'pgrecall' AND tablename = 'chunks' AND indexdef ILIKE '% USING hnsw %'),
+       pg_total_relation_size('pgrecall.documents'),
+       pg_table_size('pgrecall.postings'),
+       pg_indexes_size('pgrecall.postings'),
+       pg_total_relation_size('pgrecall.term_stats'),
+       pg_database_size(current_database())
+"""
+SIZE_NAMES = (
+    "chunks_table",
+    "chunks_total",
+    "hnsw_index",
+    "documents_total",
+    "postings_table",
+    "postings_indexes",
+    "term_stats_total",
+    "database",
+)
+
+
+def disk_bytes(url: str) -> dict[str, int]:
+    with psycopg.connect(url) as conn:
+        return dict(zip(SIZE_NAMES, conn.execute(SIZES_SQL).fetchone(), strict=True))
+
+
+def disk_sizes(url: str) -> dict[str, float]:
+    return {f"{name}_mb": round(value / 2**20, 1) for name, value in disk_bytes(url).items()}
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    from pgrecall.evaluate import percentile
+
+    return {"p50_ms": round(statistics.median(values), 1), "p95_ms": round(percentile(values, 95), 1)}
+
+
+def search_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
+    modes = {"keyword": {"mode": "keyword"}, "vector": {"mode": "vector"}, "hybrid": {"mode": "hybrid"}}
+    for query in queries:  # every page the timed pass reads, read once
+        searcher.search(query, k=10, mode="hybrid", enrich_query=False)
+    latencies: dict[str, list[float]] = {label: [] for label in modes}
+    for query in queries:
+        for label, kwargs in modes.items():
+            started = time.perf_counter()
+            searcher.search(query, k=10, enrich_query=False, **kwargs)
+            latencies[label].append((time.perf_counter() - started) * 1000)
+    return {label: percentiles(values) for label, values in latencies.items()}
+
+
+def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
+    """What a search is made of, timed apart: the query embedding and each arm's SQL alone
+    (as Searcher.run calls them at k=10: 100 candidates an arm, keyword depth 1000)."""
+    from pgrecall.api import store
+
+    embedding_ms, vectors = [], []
+    for query in queries:
+        started = time.perf_counter()
+        vectors.append(searcher.embedder.embed_batch([query])[0])
+        embedding_ms.append((time.perf_counter() - started) * 1000)
+    keyword_ms, vector_ms = [], []
+    with searcher.pool.connection() as conn, conn.transaction():
+        session = store.ReadSession(conn, None, ef_search=max(searcher.settings.ef_search, 100))
+        for query, vector in zip(queries, vectors, strict=True):
+            started = time.perf_counter()
+            session.keyword_arm(query, 100, 1000)
+            keyword_ms.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            session.vector_arm(vector, 100)
+            vector_ms.append((time.perf_counter() - started) * 1000)
+    return {
+        "query_embedding": percentiles(embedding_ms),
+        "keyword_arm_sql": percentiles(keyword_ms),
+        "vector_arm_sql": percentiles(vector_ms),
+    }
+
+
+def measure(url: str, searcher, source: Source, queries: list[str], args: argparse.Namespace, extra: dict):
+    from pgrecall.api.search import Searcher
+    from pgrecall.evaluate import ann_recall
+
+    result: dict[str, Any] = search_latencies(searcher, queries)
+    result["parts"] = part_latencies(searcher, queries)
+    result["hnsw_recall@10"] = ann_recall(searcher, queries)
+    result["ef_search"] = searcher.settings.ef_search
+    if args.ef_search:
+        sweep = {}
+        for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
+            swept_settings = dataclasses.replace(searcher.settings, ef_search=ef_search)
+            with Searcher(url, swept_settings, embedder=searcher.embedder, pool_size=1) as swept:
+                vector_ms = []
+                for query in queries:
+                    started = time.perf_counter()
+                    swept.search(query, k=10, mode="vector")
+                    vector_ms.append((time.perf_counter() - started) * 1000)
+                sweep[ef_search] = {"hnsw_recall@10": ann_recall(swept, queries), **percentiles(vector_ms)}
+        result["ef_search_sweep"] = sweep
+    result.update(disk_sizes(url))
+    if args.writes:
+        with psycopg.connect(url) as conn:
+            position = written_copies(conn)
+        jobs = [copy_at(position + n, len(source.documents)) for n in range(args.writes)]
+        timings = asyncio.run(timed_writes(url, source, jobs, extra))
+        result["write_p50_ms"] = round(statistics.median(timings), 1)
+        result["write_p95_ms"] = percentiles(timings)["p95_ms"]
+        result["writes"] = len(timings)
+        result["write_chunks_per_document"] = round(
+            statistics.fmean(source.chunk_counts[index] for _, index in jobs), 2
+        )
+    return result
+
+
+def growth_table(rows: list[dict[str, Any]]) -> str:
+    columns = (
+        ("chunks", lambda r: r["chunks"]),
+        ("kw p50", lambda r: r["keyword"]["p50_ms"]),
+        ("kw p95", lambda r: r["keyword"]["p95_ms"]),
+        ("vec p50", lambda r: r["vector"]["p50_ms"]),
+        ("vec p95", lambda r: r["vector"]["p95_ms"]),
+        ("hyb p50", lambda r: r["hybrid"]["p50_ms"]),
+        ("hyb p95", lambda r: r["hybrid"]["p95_ms"]),
+        ("recall", lambda r: r["hnsw_recall@10"]),
+        ("write p50", lambda r: r.get("write_p50_ms", "-")),
+        ("build s", lambda r: r["build_seconds"]),
+        ("db MB", lambda r: r["database_mb"]),
+        ("hnsw MB", lambda r: r["hnsw_index_mb"]),
+    )
+    lines = ["".join(f"{name:>11}" for name, _ in columns)]
+    lines += ["".join(f"{value(row)!s:>11}" for _, value in columns) for row in rows]
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=4)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--chunks", type=int, default=100_000, help="about how many chunks to measure at")
+    size.add_argument("--sizes", help="comma-separated sizes: one database grown to each in turn, measured at each")
+    parser.add_argument("--json", action="store_true", help="only the JSON objects on stdout")
+    parser.add_argument("--reuse", action="store_true", help="grow the existing scaled database instead of a new clone")
+    parser.add_argument("--hnsw", choices=sorted(HNSW_MODES), default="maintain", help="HNSW during the load")
+    parser.add_argument("--connections", type=int, default=2, help="concurrent writers during the load")
+    parser.add_argument("--maintenance-work-mem", default="4GB", help="for the HNSW rebuild (--hnsw rebuild)")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--writes", type=int, default=50, help="single document writes timed on the built index")
     parser.add_argument("--dataset", default="../shared/data/scifact")
-    parser.add_argument("--reuse", action="store_true", help="keep an existing scaled database")
-    parser.add_argument("--ef-search", default="40,100,200,400", help="ef_search values to measure HNSW recall at")
+    parser.add_argument("--database", default=TARGET, help=f"the scaled clone of {SOURCE}")
+    parser.add_argument("--ef-search", default="", help="ef_search values to sweep, e.g. 40,100,200,400")
     args = parser.parse_args()
 
     from pgrecall import database
@@ -107,68 +546,36 @@ def main() -> int:
 
     configure_logging()
     settings = load_settings()
-    admin = database.database_url(settings)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (TARGET,)).fetchone()
-        if not (args.reuse and exists):
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TARGET)))
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(TARGET), sql.Identifier(SOURCE))
-            )
-            exists = None
-    url = psycopg.conninfo.make_conninfo(admin, dbname=TARGET)
-    written, seconds = (0, 0.0)
-    if not exists:
-        written, seconds = asyncio.run(add_copies(url, args.copies))
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE")
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.chunks]
+    url = prepare(database.database_url(settings), args.reuse, args.database)
     with psycopg.connect(url) as conn:
-        total = conn.execute("SELECT count(*) FROM pgrecall.chunks").fetchone()[0]
-
-    queries = []
+        source = load_source(conn)
     with open(f"{args.dataset}/queries.jsonl", encoding="utf-8") as lines:
-        for line in lines:
-            queries.append(json.loads(line)["text"])
-    queries = queries[: args.queries]
-    latencies: dict[str, list[float]] = {"keyword": [], "vector": [], "hybrid": [], "hybrid+enrich": []}
-    with Searcher(url, settings, pool_size=1) as searcher:
-        searcher.search("warm up", k=10)
-        for query in queries:
-            for label, kwargs in (
-                ("keyword", {"mode": "keyword", "enrich_query": False}),
-                ("vector", {"mode": "vector", "enrich_query": False}),
-                ("hybrid", {"enrich_query": False}),
-                ("hybrid+enrich", {"enrich_query": True}),
-            ):
-                started = time.perf_counter()
-                searcher.search(query, k=10, **kwargs)
-                latencies[label].append((time.perf_counter() - started) * 1000)
-        recall = ann_recall(searcher, queries)
-    sweep = {}
-    for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
-        with Searcher(url, dataclasses.replace(settings, ef_search=ef_search), pool_size=1) as swept:
-            vector_ms = []
-            for query in queries:
-                started = time.perf_counter()
-                swept.search(query, k=10, mode="vector")
-                vector_ms.append((time.perf_counter() - started) * 1000)
-            sweep[ef_search] = {
-                "ann_recall@10": ann_recall(swept, queries),
-                "vector_k10_p50_ms": round(statistics.median(vector_ms), 1),
-            }
-    result = {
-        "chunks": total,
-        "ann_recall@10": recall,
-        "ef_search": settings.ef_search,
-        "ef_search_sweep": sweep,
-        "copies_written_chunks": written,
-        "write_path_chunks_per_s_without_model": round(written / seconds, 1) if seconds else None,
-        "queries": len(queries),
-        "ms": {
-            k: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 95), 1)} for k, v in latencies.items()
-        },
-    }
-    print(json.dumps(result))
+        queries = [json.loads(line)["text"] for line in lines][: args.queries]
+
+    rows, built = [], 0.0
+    with Searcher(url, settings, pool_size=1) as searcher:  # what users search with
+        space = getattr(searcher.embedder, "space", None)
+        record_space(url, space)
+        extra = write_arguments(space)
+        for target in sizes:
+            print(f"growing to {target} chunks", file=sys.stderr)
+            build = grow(url, source, target, args, extra)
+            print(f"built: {json.dumps(build)}", file=sys.stderr)
+            with psycopg.connect(url) as conn:
+                chunks, documents = conn.execute(
+                    "SELECT (SELECT count(*) FROM pgrecall.chunks), (SELECT count(*) FROM pgrecall.documents)"
+                ).fetchone()
+            built += build["seconds"]
+            row = {"chunks": chunks, "documents": documents, "queries": len(queries), "hnsw": build["hnsw"]}
+            row["build_seconds"] = build["seconds"]
+            row["build_seconds_this_run"] = round(built, 1)
+            row.update(measure(url, searcher, source, queries, args, extra))
+            row["build"] = build
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if len(rows) > 1:
+        print(growth_table(rows), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
