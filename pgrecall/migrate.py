@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from importlib import resources
 
 import psycopg
 import structlog
+from psycopg import sql
 
 from pgrecall import database
 from pgrecall.errors import MigrationError
@@ -46,6 +48,12 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode()).hexdigest()
+
+    @property
+    def vacuum_after(self) -> list[str]:
+        """Tables the migration names in `-- vacuum after: schema.table` lines: a table it rebuilt
+        has no visibility map until vacuumed, so index-only scans would read the heap until then."""
+        return re.findall(r"^-- vacuum after: ([\w.]+)$", self.sql, flags=re.MULTILINE)
 
 
 def bundled_migrations() -> list[Migration]:
@@ -116,8 +124,31 @@ def migrate(
             continue
         for name in applied_now:
             log.info("migration_applied", migration=name)
+        _vacuum_rebuilt_tables(conn, migrations, applied_now)
         return applied_now
     raise AssertionError("unreachable")
+
+
+def _vacuum_rebuilt_tables(conn: psycopg.Connection, migrations: list[Migration] | None, applied: list[str]) -> None:
+    """VACUUM (ANALYZE) what the migrations just applied rebuilt; outside any transaction, where the
+    caller's connection allows it (a caller's open transaction leaves it to autovacuum)."""
+    names = set(applied)
+    tables = [
+        t
+        for m in (bundled_migrations() if migrations is None else migrations)
+        if m.name in names
+        for t in m.vacuum_after
+    ]
+    if not tables or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        for table in tables:
+            conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(*table.split("."))))
+            log.info("migration_vacuumed", table=table)
+    finally:
+        conn.autocommit = autocommit
 
 
 def _migrate_once(

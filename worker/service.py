@@ -22,10 +22,11 @@ import psycopg
 import structlog
 
 from pgrecall import database, queries
+from pgrecall.embedding import get_embedder
 from pgrecall.roots import Root
 from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
-from pgrecall.worker import reconcile, recovery, store, tasks
+from pgrecall.worker import reconcile, recovery, statistics, store, tasks
 from pgrecall.worker.chunk import chunking_signature
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.watch import POLLING, Watcher
@@ -182,6 +183,7 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
                 await recovery.recover_stalled_jobs(app, settings.stalled_seconds)
                 started["worker"] = lambda: _worker(app, settings, pool, worker_ready)
                 started["stalled-jobs"] = lambda: _recover_stalled_jobs(app, settings.stalled_seconds)
+                started["statistics"] = lambda: statistics.fold_forever(pool)  # BM25 deltas into their base
             components = [
                 asyncio.create_task(_supervise(name, factory, running), name=name) for name, factory in started.items()
             ]

@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from pgrecall import bm25, queries
 from pgrecall.terms import identifier_terms
+from pgrecall.worker import statistics
 from pgrecall.worker.document import Chunk, ParsedDocument
 
 Q = queries.load("index.sql")
@@ -83,7 +84,8 @@ async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int])
     return Statistics(terms, chunks, term_total, documents)
 
 
-async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, after: Statistics) -> None:
+async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, after: Statistics) -> bool:
+    """Record the difference as delta rows (pgrecall.worker.statistics folds them); True if any."""
     deltas = {}
     for term in before.terms.keys() | after.terms.keys():
         old_chunks, old_documents = before.terms.get(term, (0, 0))
@@ -97,17 +99,22 @@ async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, af
             "deltas": [deltas[t][0] for t in changed],
             "document_deltas": [deltas[t][1] for t in changed],
         }
-        await conn.execute(Q["apply_term_deltas"], params)
-        await conn.execute(Q["prune_terms"], {"terms": changed})
-    if (after.chunks, after.term_total, after.documents) != (before.chunks, before.term_total, before.documents):
+        await conn.execute(Q["record_term_deltas"], params)
+    totals_changed = (after.chunks, after.term_total, after.documents) != (
+        before.chunks,
+        before.term_total,
+        before.documents,
+    )
+    if totals_changed:
         await conn.execute(
-            Q["update_corpus_stats"],
+            Q["record_corpus_delta"],
             {
                 "chunks": after.chunks - before.chunks,
                 "terms": after.term_total - before.term_total,
                 "documents": after.documents - before.documents,
             },
         )
+    return bool(changed) or totals_changed
 
 
 async def write_document(
@@ -149,7 +156,9 @@ async def write_document(
             )
         await conn.execute(Q["document_term_count"], {"document_id": document_id})
         after = await _statistics_of(conn, [document_id])
-        await _move_statistics(conn, before, after)
+        moved = await _move_statistics(conn, before, after)
+    if moved:
+        await statistics.after_write(conn)
     return document_id
 
 
@@ -187,7 +196,7 @@ async def record_container(
     """The row of a file that holds other documents (a Claude export)."""
     container = ParsedDocument(path=path, kind=kind, title=title, content_hash=info.content_hash or "", sections=[])
     async with conn.transaction():
-        return await _upsert(conn, root, container, 0, info, None, chunking)
+        return await _upsert(conn, root, container, 0, info, None, chunking, None)
 
 
 async def record_failure(

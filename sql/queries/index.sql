@@ -134,35 +134,96 @@ SET term_count = (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE
 WHERE id = %(document_id)s
 
 -- insert_postings --
-INSERT INTO pgrecall.postings (term, chunk_id, tf, impact)
+-- Each posting carries its document and the chunk's and document's lengths (0014);
+-- the document's is what document_term_count then writes to its row.
+INSERT INTO pgrecall.postings (term, chunk_id, tf, impact, document_id, chunk_length, document_length)
 SELECT l.lexeme, c.id, l.tf,
-       l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length))
+       l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length)),
+       c.document_id, c.term_count,
+       (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s)
 FROM pgrecall.chunks c
 CROSS JOIN LATERAL (
     SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.fts)
 ) l
 CROSS JOIN (
-    SELECT coalesce(term_total::float8 / nullif(chunk_count, 0), %(default_average_length)s) AS average_length
-    FROM pgrecall.corpus_stats
+    -- The corpus totals: the base row plus the deltas not folded into it yet (0013).
+    SELECT coalesce(sum(term_total)::bigint::float8 / nullif(sum(chunk_count)::bigint, 0),
+                    %(default_average_length)s) AS average_length
+    FROM (
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stats
+        UNION ALL
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas
+    ) t
 ) a
 WHERE c.document_id = %(document_id)s
 
--- apply_term_deltas --
--- Sorted by term so that concurrent writers lock shared rows in one order (no deadlocks).
-INSERT INTO pgrecall.term_stats AS t (term, df, document_df)
+-- record_term_deltas --
+-- A transaction's changes to term statistics: new rows only, no row shared with
+-- another writer, so concurrent writers never wait on each other here (0013).
+INSERT INTO pgrecall.term_stat_deltas (term, df, document_df)
 SELECT d.term, d.delta, d.document_delta
 FROM unnest(%(terms)s::text[], %(deltas)s::integer[], %(document_deltas)s::integer[]) AS d(term, delta, document_delta)
-ORDER BY d.term
-ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df, document_df = t.document_df + excluded.document_df
 
--- prune_terms --
-DELETE FROM pgrecall.term_stats WHERE term = ANY(%(terms)s) AND df <= 0
+-- record_corpus_delta --
+INSERT INTO pgrecall.corpus_stat_deltas (chunk_count, term_total, document_count)
+VALUES (%(chunks)s, %(terms)s, %(documents)s)
 
--- update_corpus_stats --
-UPDATE pgrecall.corpus_stats
-SET chunk_count = chunk_count + %(chunks)s,
-    term_total = term_total + %(terms)s,
-    document_count = document_count + %(documents)s
+-- fold_lock --
+-- One folder at a time; the others skip (pgrecall.worker.statistics). Held to commit.
+SELECT pg_try_advisory_xact_lock(%(key)s)
+
+-- fold_term_stats --
+-- Moves the committed term deltas into term_stats, in one statement: rows of
+-- transactions still open are invisible to the DELETE and stay for the next fold.
+-- A term whose chunk count reaches zero is pruned.
+WITH moved AS (
+    DELETE FROM pgrecall.term_stat_deltas RETURNING term, df, document_df
+),
+summed AS (
+    SELECT term, sum(df)::integer AS df, sum(document_df)::integer AS document_df
+    FROM moved GROUP BY term
+    HAVING sum(df) <> 0 OR sum(document_df) <> 0
+),
+merged AS (
+    SELECT s.term, s.df, s.document_df, coalesce(t.df, 0) + s.df AS total
+    FROM summed s LEFT JOIN pgrecall.term_stats t ON t.term = s.term
+),
+pruned AS (
+    DELETE FROM pgrecall.term_stats t USING merged m WHERE t.term = m.term AND m.total <= 0
+    RETURNING t.term
+),
+upserted AS (
+    INSERT INTO pgrecall.term_stats AS t (term, df, document_df)
+    SELECT term, df, document_df FROM merged WHERE total > 0
+    ORDER BY term
+    ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df, document_df = t.document_df + excluded.document_df
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM upserted), (SELECT count(*) FROM pruned)
+
+-- fold_corpus_stats --
+WITH moved AS (
+    DELETE FROM pgrecall.corpus_stat_deltas RETURNING chunk_count, term_total, document_count
+),
+summed AS (
+    SELECT count(*) AS deltas, coalesce(sum(chunk_count), 0)::bigint AS chunks,
+           coalesce(sum(term_total), 0)::bigint AS terms, coalesce(sum(document_count), 0)::bigint AS documents
+    FROM moved
+),
+updated AS (
+    UPDATE pgrecall.corpus_stats c
+    SET chunk_count = c.chunk_count + s.chunks,
+        term_total = c.term_total + s.terms,
+        document_count = c.document_count + s.documents
+    FROM summed s
+    WHERE s.deltas > 0
+    RETURNING 1
+)
+SELECT deltas FROM summed
+
+-- pending_deltas --
+-- Delta rows not folded yet (visible to this transaction).
+SELECT (SELECT count(*) FROM pgrecall.term_stat_deltas), (SELECT count(*) FROM pgrecall.corpus_stat_deltas)
 
 -- documents_to_remove --
 -- The file at path or, for a folder, every file below it; with their children

@@ -41,48 +41,71 @@ LIMIT %(limit)s
 
 -- keyword_arm --
 -- BM25 over the postings: each query term reads at most %(depth)s entries of
--- its impact-ordered list, so a common word costs no more than a rare one.
--- Documents are scored (term frequencies summed over their chunks, document
--- lengths and frequencies), and each scored document contributes its best
--- chunk by chunk-level BM25. Each row: that chunk and its document's BM25 score,
--- the score that orders the list.
-WITH stats AS (
+-- its impact-ordered list (equal impacts by chunk id), so a common word costs no
+-- more than a rare one. Documents are scored (term frequencies summed over their
+-- chunks, document lengths and frequencies), and each scored document
+-- contributes its best chunk by chunk-level BM25. Each row: that chunk and its
+-- document's BM25 score, the score that orders the list. The statistics are the
+-- base rows plus the deltas writers added since the last fold (0013): a few
+-- index reads per term. A posting carries its document and both lengths (0014):
+-- without a filter the lists are index-only scans and no chunk or document row is read.
+WITH totals AS (
+    SELECT sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
+           sum(document_count)::bigint AS document_count
+    FROM (
+        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+        UNION ALL
+        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
+    ) t
+),
+stats AS (
     SELECT chunk_count::float8 AS chunks,
            greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
            document_count::float8 AS documents,
            greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
-    FROM pgrecall.corpus_stats
+    FROM totals
 ),
 query_terms AS (
-    SELECT DISTINCT q.term, ts.df, ts.document_df
-    FROM unnest(tsvector_to_array(
-             to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
-         )) AS q(term)
-    JOIN pgrecall.term_stats ts ON ts.term = q.term
+    SELECT q.term, ts.df, ts.document_df
+    FROM (
+        SELECT DISTINCT term
+        FROM unnest(tsvector_to_array(
+                 to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+             )) AS u(term)
+    ) q
+    CROSS JOIN LATERAL (
+        SELECT sum(df)::integer AS df, sum(document_df)::integer AS document_df
+        FROM (
+            SELECT df, document_df FROM pgrecall.term_stats WHERE term = q.term
+            UNION ALL
+            SELECT df, document_df FROM pgrecall.term_stat_deltas WHERE term = q.term
+        ) d
+    ) ts
+    WHERE ts.df > 0
 ),
 matches AS (
-    SELECT q.term, q.df, q.document_df, m.chunk_id, m.tf, c.document_id, c.term_count
+    SELECT q.term, q.df, q.document_df, m.chunk_id, m.tf, m.document_id, m.chunk_length, m.document_length
     FROM query_terms q
     CROSS JOIN LATERAL (
-        SELECT p.chunk_id, p.tf
+        SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
         FROM pgrecall.postings p
         {filter_joins}
         WHERE p.term = q.term AND {document_filter}
-        ORDER BY p.impact DESC
+        ORDER BY p.impact DESC, p.chunk_id
         LIMIT %(depth)s
     ) m
-    JOIN pgrecall.chunks c ON c.id = m.chunk_id
 ),
 chunk_scores AS (
     SELECT m.chunk_id, m.document_id,
            sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
                * m.tf * (%(k1)s + 1)
-               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.term_count / s.chunk_length))) AS score
+               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / s.chunk_length))) AS score
     FROM matches m CROSS JOIN stats s
     GROUP BY m.chunk_id, m.document_id
 ),
 document_terms AS (
-    SELECT document_id, term, max(document_df) AS document_df, sum(tf) AS tf
+    -- document_length is the same on all of a document's postings.
+    SELECT document_id, term, max(document_df) AS document_df, sum(tf) AS tf, max(document_length) AS document_length
     FROM matches
     GROUP BY document_id, term
 ),
@@ -90,9 +113,8 @@ document_scores AS (
     SELECT t.document_id,
            sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
                * t.tf * (%(k1)s + 1)
-               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.term_count / s.document_length))) AS score
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / s.document_length))) AS score
     FROM document_terms t
-    JOIN pgrecall.documents d ON d.id = t.document_id
     CROSS JOIN stats s
     GROUP BY t.document_id
 ),
@@ -136,6 +158,7 @@ WHERE c.id = ANY(%(chunk_ids)s)
 SELECT to_regclass('pgrecall.documents') IS NOT NULL AND to_regclass('pgrecall.chunks') IS NOT NULL
    AND to_regclass('pgrecall.postings') IS NOT NULL AND to_regclass('pgrecall.corpus_stats') IS NOT NULL
    AND to_regclass('pgrecall.term_stats') IS NOT NULL AND to_regclass('pgrecall.roots') IS NOT NULL
+   AND to_regclass('pgrecall.term_stat_deltas') IS NOT NULL AND to_regclass('pgrecall.corpus_stat_deltas') IS NOT NULL
 
 -- wait_for_migration --
 -- pgrecall.api.store: returns once no migration is under way (pgrecall.migrate holds this lock,
