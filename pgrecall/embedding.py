@@ -49,8 +49,8 @@ def _from_environment(field: str) -> Any:
 
 
 def resolve_backend(backend: str | None) -> str:
-    """backend, or PGRECALL_EMBED_BACKEND when None (torch when that is unset)."""
-    backend = backend or _from_environment("embed_backend") or "torch"
+    """backend, or PGRECALL_EMBED_BACKEND when None (its default when that is unset)."""
+    backend = backend or _from_environment("embed_backend")
     if backend not in BACKENDS:
         raise ModelUnavailable(f"unknown embedding backend {backend!r}; use {', '.join(BACKENDS)}")
     return backend

@@ -115,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
         "PGRECALL_EMBED_BACKEND",
         "how the model runs: torch, onnx (onnxruntime) or onnx-int8 (quantized); "
         "ONNX files are exported once from the local weights into PGRECALL_HOME/models",
-        default="torch",
+        default="onnx-int8",
         choices=("torch", "onnx", "onnx-int8"),
     ),
     Setting(

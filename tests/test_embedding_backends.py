@@ -54,9 +54,13 @@ def home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(embedder) -> np.ndarray:
-    assert embedder.backend == "torch"
-    return embedder.embed_batch(TEXTS)
+def torch_embedder() -> Embedder:
+    return get_embedder(backend="torch")
+
+
+@pytest.fixture(scope="module")
+def reference(torch_embedder) -> np.ndarray:
+    return torch_embedder.embed_batch(TEXTS)
 
 
 def test_the_texts_exercise_truncation(embedder):
@@ -83,11 +87,11 @@ def test_onnx_keeps_the_order_of_texts_of_mixed_lengths(home):
     np.testing.assert_allclose(together, alone, atol=1e-4)
 
 
-def test_int8_ranks_like_torch(home, embedder):
+def test_int8_ranks_like_torch(home, torch_embedder):
     documents = SCIENTIFIC + [LONG]
     int8 = _embedder("onnx-int8", home)
     for query in (QUERY, "stem cells in breast tissue", "kidney injury from lowering blood pressure"):
-        torch_scores = embedder.embed_batch(documents) @ embedder.embed_batch([query])[0]
+        torch_scores = torch_embedder.embed_batch(documents) @ torch_embedder.embed_batch([query])[0]
         int8_scores = int8.embed_batch(documents) @ int8.embed_batch([query])[0]
         assert int(np.argmax(int8_scores)) == int(np.argmax(torch_scores))
 
@@ -103,11 +107,11 @@ def test_space_names_model_weights_dimensions_and_backend(home):
 
 
 def test_get_embedder_reads_the_backend_from_the_environment(monkeypatch):
-    monkeypatch.setenv("PGRECALL_EMBED_BACKEND", "onnx-int8")
-    assert get_embedder().backend == "onnx-int8"
-    assert get_embedder() is get_embedder(None, backend="onnx-int8")  # one instance per resolved backend
-    monkeypatch.delenv("PGRECALL_EMBED_BACKEND")
+    monkeypatch.setenv("PGRECALL_EMBED_BACKEND", "torch")
     assert get_embedder().backend == "torch"
+    assert get_embedder() is get_embedder(None, backend="torch")  # one instance per resolved backend
+    monkeypatch.delenv("PGRECALL_EMBED_BACKEND")
+    assert get_embedder().backend == "onnx-int8"  # the default
 
 
 def _run(code: str, home: Path) -> subprocess.Popen:

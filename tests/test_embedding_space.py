@@ -131,7 +131,9 @@ def test_reembed_embeds_again_exactly_what_is_of_another_space(index, db_url, se
     assert summary.files_enqueued == 2 and summary.statuses["indexed"] == 2 and not summary.unaccounted
     assert set(spaces_of(db_url).values()) == {embedder.space}
     for path, vectors in good.items():
-        assert np.allclose(_vectors(db_url, path), vectors, atol=1e-5), path
+        # The model's vectors again, not the stand-in (int8's dynamic quantization scales
+        # activations per batch, so a text's vector moves slightly with its batch-mates).
+        assert np.min(np.sum(_vectors(db_url, path) * vectors, axis=1)) > 0.98, path
     after = dict(rows(db_url, "SELECT path, indexed_at FROM pgrecall.documents"))
     redone = {path for path in after if after[path] != before[path]}
     assert redone == {"notes/kettle.md", "claude.json#c1", "claude.json"}  # c2 kept its vectors

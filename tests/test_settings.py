@@ -19,7 +19,7 @@ EXPECTED_DEFAULTS = {
     "model": None,
     "worker_concurrency": 32,
     "embed_batch_size": 64,
-    "embed_backend": "torch",
+    "embed_backend": "onnx-int8",
     "model_cache": None,
     "max_file_bytes": 10 * 1024 * 1024,
     "chunk_tokens": 128,
