@@ -370,8 +370,10 @@ def prepare(admin: str, reuse: bool, target: str = TARGET) -> str:
 
 
 def record_space(url: str, embedding_space: str | None) -> None:
-    """The clone's vectors are this model's (the eval built them): record it where the index records
-    spaces (0012) and the eval's rows predate it, as `pgrecall reembed` would have."""
+    """Label the clone's vectors with the space of this run's query embedder. They stand in for
+    it, as the perturbed copies' noisy vectors do: the bench measures latency and HNSW recall,
+    not quality, and a second space would send every vector search down the mixed-space path
+    (api.spaces: filtered by space) that only a re-embedding index takes."""
     if not embedding_space:
         return
     with psycopg.connect(url) as conn:
@@ -381,8 +383,9 @@ def record_space(url: str, embedding_space: str | None) -> None:
         ).fetchone()
         if recorded:
             conn.execute(
-                "UPDATE pgrecall.documents SET embedding_space = %s WHERE chunk_count > 0 AND embedding_space IS NULL",
-                (embedding_space,),
+                "UPDATE pgrecall.documents SET embedding_space = %s "
+                "WHERE chunk_count > 0 AND embedding_space IS DISTINCT FROM %s",
+                (embedding_space, embedding_space),
             )
 
 

@@ -164,8 +164,9 @@ def test_two_workers_and_a_watcher_share_the_queue(url, home, tmp_path):
         for worker in workers:
             assert worker.stop() == 0
     handled = [e["path"] for w in workers for e in w.events("file_indexed")]
-    assert sorted(handled) == sorted(f"s{i:02}.md" for i in range(20))  # each note once, across both
-    assert all(w.events("file_indexed") for w in workers)
+    # Each note once, across both. Which worker takes how many is timing: with the int8 model
+    # one worker may finish all 20 before the other has fetched one.
+    assert sorted(handled) == sorted(f"s{i:02}.md" for i in range(20))
     assert queue_idle(url)
 
 
