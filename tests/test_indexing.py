@@ -293,3 +293,20 @@ def test_reconciliation_treats_another_chunking_as_a_change():
         "c.md": (5, 0.5, "h3", "v1/128", False),
     }
     assert plan(present, indexed, "v1/128") == (["b.md"], ["c.md"])
+
+
+def test_a_job_longer_than_the_shutdown_grace_is_not_cancelled_when_the_queue_runs_dry(
+    index, db_url, tmp_path, monkeypatch
+):
+    """`pgrecall index`'s worker stops once no job is left to fetch; a big file still being
+    embedded then must finish, not be cancelled after the grace period and retried forever."""
+    from pgrecall.worker import tasks
+
+    monkeypatch.setattr(tasks, "SHUTDOWN_GRACE_SECONDS", 0.2)
+    paragraph = "Reactor {n} cooled down slowly after the pumps restarted at dawn, said the log. "
+    big = "# Log\n\n" + "\n\n".join(paragraph.format(n=n) * 6 for n in range(400))
+    root = write_notes(tmp_path / "notes", {"big.md": big, "small.md": "# Small\n\nA short note."})
+    summary = index(root)
+    assert summary.statuses == {"indexed": 2} and not summary.unaccounted
+    assert summary.chunks > 300  # seconds of embedding: far longer than the grace
+    assert rows(db_url, "SELECT count(*) FROM procrastinate_jobs") == [(0,)]

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import procrastinate
+import procrastinate.worker
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
@@ -157,28 +158,33 @@ async def _work_until_done(app: procrastinate.App, pool, settings: Settings, ind
     """
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
-    worker: asyncio.Task | None = None
+    worker: procrastinate.worker.Worker | None = None
 
     def interrupt() -> None:
         interrupted.set()
         if worker is not None:
-            worker.cancel()  # Procrastinate stops gracefully: running jobs get SHUTDOWN_GRACE_SECONDS
+            # Running jobs get SHUTDOWN_GRACE_SECONDS, then go back to the queue.
+            worker.shutdown_graceful_timeout = tasks.SHUTDOWN_GRACE_SECONDS
+            worker.stop()
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, interrupt)
     try:
         while not interrupted.is_set():
             await recovery.recover_stalled_jobs(app, settings.stalled_seconds)
-            worker = asyncio.create_task(
-                app.run_worker_async(
-                    **tasks.worker_options(settings, indexer, wait=False),
-                    **tasks.heartbeat_options(settings),
-                    install_signal_handlers=False,
-                    listen_notify=False,
-                )
+            # A worker that runs dry (wait=False) stops as if asked to: its running jobs must be
+            # left to finish however long a big file takes, not cancelled after the grace
+            # period and retried (where the next attempt would be cancelled in turn).
+            options = tasks.worker_options(settings, indexer, wait=False) | {"shutdown_graceful_timeout": None}
+            worker = procrastinate.worker.Worker(
+                app=app,
+                **options,
+                **tasks.heartbeat_options(settings),
+                install_signal_handlers=False,
+                listen_notify=False,
             )
             with contextlib.suppress(asyncio.CancelledError):
-                await worker
+                await worker.run()
             worker = None
             async with pool.connection() as conn:
                 todo, doing = await recovery.pending_jobs(conn, roots)
