@@ -34,6 +34,20 @@ def test_post_and_get_search(client):
     assert all(h["path"].startswith("notes/") for h in filtered.json()["hits"])
 
 
+def test_a_search_in_another_embedding_space_is_a_409_naming_both(client, db_url, searcher):
+    import psycopg
+
+    other = "another-model@sha256:000000000000/384/torch"
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("UPDATE pgrecall.documents SET embedding_space = %s WHERE chunk_count > 0", (other,))
+    response = client.post("/search", json={"query": "export job", "k": 2})
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert other in error and searcher.embedder.space in error and "\n" not in error
+    keyword = client.post("/search", json={"query": "E-4711", "k": 1, "mode": "keyword"})
+    assert keyword.status_code == 200 and keyword.json()["hits"][0]["path"] == "incidents/e4711.md"
+
+
 def test_fusion_in_the_body_and_the_query_string(client):
     for fusion, convex in (("convex", True), ("rrf", False)):
         posted = client.post("/search", json={"query": "E-4711", "k": 2, "fusion": fusion}).json()["hits"]
