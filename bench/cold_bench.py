@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pgrecall.evaluate import percentile
+
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
 
@@ -51,11 +53,6 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, subp
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     return time.perf_counter() - started, done
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def time_searches(label: str, env: dict, cwd: Path, query: str, runs: int) -> dict:

@@ -60,6 +60,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pgrecall.evaluate import percentile
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 ROOT = "/write-bench/scifact"
 CURRENT = "current"
@@ -172,11 +174,6 @@ async def _write_phases(number, writers, urls, phases, documents, chunking, barr
     finally:
         for conn in connections.values():
             await conn.close()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 class ServerCpu:

@@ -111,6 +111,7 @@ def migrate(
     queue: list[Migration] | None = None,
 ) -> list[str]:
     """Apply what is missing; return the names applied. Runs in one transaction."""
+    migrations = bundled_migrations() if migrations is None else migrations
     for attempt in range(1, _RETRIES_ON_CONCURRENT_ROLE + 1):
         try:
             applied_now = _migrate_once(conn, migrations, queue)
@@ -129,16 +130,11 @@ def migrate(
     raise AssertionError("unreachable")
 
 
-def _vacuum_rebuilt_tables(conn: psycopg.Connection, migrations: list[Migration] | None, applied: list[str]) -> None:
+def _vacuum_rebuilt_tables(conn: psycopg.Connection, migrations: list[Migration], applied: list[str]) -> None:
     """VACUUM (ANALYZE) what the migrations just applied rebuilt; outside any transaction, where the
     caller's connection allows it (a caller's open transaction leaves it to autovacuum)."""
     names = set(applied)
-    tables = [
-        t
-        for m in (bundled_migrations() if migrations is None else migrations)
-        if m.name in names
-        for t in m.vacuum_after
-    ]
+    tables = [table for m in migrations if m.name in names for table in m.vacuum_after]
     if not tables or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         return
     autocommit = conn.autocommit
@@ -151,10 +147,7 @@ def _vacuum_rebuilt_tables(conn: psycopg.Connection, migrations: list[Migration]
         conn.autocommit = autocommit
 
 
-def _migrate_once(
-    conn: psycopg.Connection, migrations: list[Migration] | None, queue: list[Migration] | None
-) -> list[str]:
-    migrations = bundled_migrations() if migrations is None else migrations
+def _migrate_once(conn: psycopg.Connection, migrations: list[Migration], queue: list[Migration] | None) -> list[str]:
     queue = queue_migrations() if queue is None else queue
     applied_now: list[str] = []
     with conn.transaction():

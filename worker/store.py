@@ -274,10 +274,12 @@ async def file_states(
 
 async def files_of_other_space(conn: psycopg.AsyncConnection, space: str) -> dict[str, list[str]]:
     """root -> paths of its files with vectors of another embedding space than `space`."""
-    cursor = await conn.execute(Q["files_of_other_space"], {"space": space})
+    cursor = await conn.execute(Q["indexed_roots"])
     files: dict[str, list[str]] = {}
-    for root, path in await cursor.fetchall():
-        files.setdefault(root, []).append(path)
+    for (root,) in await cursor.fetchall():
+        stale = sorted(path for path, state in (await file_states(conn, root, space)).items() if state[4])
+        if stale:
+            files[root] = stale
     return files
 
 

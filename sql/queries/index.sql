@@ -258,17 +258,9 @@ SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
 FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
 
--- files_of_other_space --
--- pgrecall reembed: the files (of any root) with vectors of another space than %(space)s.
-SELECT d.source_root, d.path
-FROM pgrecall.documents d
-WHERE d.parent_id IS NULL
-  AND ((d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
-       OR EXISTS (
-           SELECT 1 FROM pgrecall.documents c
-           WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
-       ))
-ORDER BY d.source_root, d.path
+-- indexed_roots --
+-- The roots with files indexed (pgrecall reembed looks at each: store.file_states).
+SELECT DISTINCT source_root FROM pgrecall.documents WHERE parent_id IS NULL ORDER BY source_root
 
 -- documents_at --
 -- The file at exactly this path, with an export's conversations.
