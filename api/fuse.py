@@ -1,6 +1,6 @@
 """Fusion of the arms' ranked lists into one ranking.
 
-Two fusions, chosen per search (pgrecall.api.contract.FUSIONS):
+Two fusions, chosen per search (pgrecall.contract.FUSIONS):
 
 * Reciprocal Rank Fusion: score(d) = sum over lists of weight / (k + rank of d in that list).
   Ranks only: how far apart the arms' scores are is not used.

@@ -4,7 +4,7 @@ Loopback by default. Listening on any other address requires a bearer token
 (PGRECALL_API_TOKEN), and then every request must carry it. Bad input gets a
 4xx with a one-line reason; nothing reaches a traceback.
 
-Requests and hits are those of pgrecall.api.contract: the pydantic models here
+Requests and hits are those of pgrecall.contract: the pydantic models here
 are generated from it (a field added there appears here), and every value is
 validated by the contract's functions, so the CLI, MCP and Python answer the
 same input with the same message. Memory writes (POST, PATCH, DELETE /memories)
@@ -27,16 +27,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pgrecall.api import contract
-from pgrecall.api.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
+from pgrecall import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Startup
+from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.errors import (
     ConfigurationError,
     DatabaseUnavailable,
     EmbeddingSpaceMismatch,
     InvalidInput,
     PgRecallError,
+    first_line,
 )
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
@@ -52,7 +53,7 @@ _FUSION_TEXT = "rrf (Reciprocal Rank Fusion) or convex (normalised scores); defa
 Filters = create_model(
     "Filters",
     __config__=ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False}),
-    __doc__="Search filters (pgrecall.api.contract.FILTERS); unknown names are refused.",
+    __doc__="Search filters (pgrecall.contract.FILTERS); unknown names are refused.",
     **{
         field.name: (field.type | None, Field(None, description=field.description, examples=[field.example]))
         for field in FILTERS
@@ -101,7 +102,7 @@ SearchQuery = create_model(
 
 HitOut = create_model(
     "Hit",
-    __doc__="One passage found: the JSON of pgrecall.api.contract.Hit.to_json(), as the CLI and MCP give it.",
+    __doc__="One passage found: the JSON of pgrecall.contract.Hit.to_json(), as the CLI and MCP give it.",
     **{name: (kind, Field(description=HIT_FIELDS[name])) for name, kind in contract.hit_json_types().items()},
 )
 
@@ -296,7 +297,7 @@ def create_app(
 
     @app.exception_handler(PgRecallError)
     async def not_available(request: Request, exc: PgRecallError) -> JSONResponse:
-        return _error(503, (str(exc).strip().splitlines() or ["unavailable"])[0])  # e.g. the memory client's start
+        return _error(503, first_line(exc))  # e.g. the memory client's start
 
     def run_search(request: contract.SearchRequest) -> dict[str, Any]:
         hits = searcher.run(request)

@@ -4,7 +4,7 @@ search_memory and get_document read the index. remember, update_memory and
 forget write notes of the memory folder (nothing else: a user's own notes are
 never changed), through a memory client the caller passes in (this module never
 imports the write path); list_memories reads that folder. Hits and memories are
-the JSON of pgrecall.api.contract, as the CLI and the HTTP API give them. Only
+the JSON of pgrecall.contract, as the CLI and the HTTP API give them. Only
 MCP messages go to stdout; logs go to stderr.
 
 The server answers the handshake at once: the database, the embedding model and
@@ -24,10 +24,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from pgrecall.api import contract
+from pgrecall import contract
 from pgrecall.api.search import Searcher
-from pgrecall.api.startup import Startup, reason
-from pgrecall.errors import PgRecallError
+from pgrecall.api.startup import Startup
+from pgrecall.errors import PgRecallError, reason
 
 INSTRUCTIONS = (
     "pgrecall is the user's long-term memory: their notes, documents and past Claude conversations, "

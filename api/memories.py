@@ -118,7 +118,7 @@ def list_memories(since: Any = None, tags: Iterable[str] | None = None, limit: i
 
 def read_memories(folder: Path, since: Any = None, tags: Any = None, limit: Any = 50) -> list[Memory]:
     """The memories of `folder`, chosen as list_memories says, validated as every interface does."""
-    from pgrecall.api import contract
+    from pgrecall import contract
     from pgrecall.worker.memories import MemoryFolder, select
 
     return select(

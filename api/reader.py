@@ -25,10 +25,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgrecall import database, queries
+from pgrecall.errors import first_line
 from pgrecall.settings import Settings
 
 READER = "pgrecall_reader"
-CONNECT_TIMEOUT_S = 10
 
 _Q = queries.load("search.sql")
 log = structlog.get_logger(__name__)
@@ -72,7 +72,7 @@ def reader_url(url: str) -> str:
         try:
             return _login(url, password)
         except psycopg.OperationalError as exc:
-            raise NoReaderLogin(f"the server refuses {READER}: {_first_line(exc)}") from exc
+            raise NoReaderLogin(f"the server refuses {READER}: {first_line(exc)}") from exc
 
 
 def _stored_password(conn: psycopg.Connection) -> str | None:
@@ -97,7 +97,7 @@ def _renew_password(conn: psycopg.Connection, stale: str | None) -> str:
             conn.execute(sql.SQL(_Q["set_reader_password"]).format(verifier=sql.Literal(verifier)))
             conn.execute(_Q["save_reader_password"], {"password": password})
     except (psycopg.errors.UndefinedTable, psycopg.errors.InsufficientPrivilege) as exc:
-        raise NoReaderLogin(f"cannot set a password for {READER}: {_first_line(exc)}") from exc
+        raise NoReaderLogin(f"cannot set a password for {READER}: {first_line(exc)}") from exc
     log.info("reader_password_set", role=READER)
     return password
 
@@ -109,12 +109,8 @@ def _login(url: str, password: str | None) -> str:
     params["user"] = READER
     if password is not None:
         params["password"] = password
-    params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
+    params.setdefault("connect_timeout", str(database.CONNECT_TIMEOUT_S))
     candidate = make_conninfo(**params)
     with psycopg.connect(candidate) as conn:
         conn.execute("SELECT 1")
     return candidate
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -17,7 +17,9 @@ from typing import Any
 
 from pgrecall import database, status
 from pgrecall.api import enrich, reader, spaces, store
-from pgrecall.api.contract import (  # noqa: F401 (re-exported: the names this module always had)
+from pgrecall.api.fuse import RankedList, convex_fusion, reciprocal_rank_fusion
+from pgrecall.api.store import Document
+from pgrecall.contract import (  # noqa: F401 (re-exported: the names this module always had)
     FILTER_FIELDS,
     MAX_INTERNAL_K,
     MAX_K,
@@ -30,8 +32,6 @@ from pgrecall.api.contract import (  # noqa: F401 (re-exported: the names this m
     search_request,
     validate_filters,
 )
-from pgrecall.api.fuse import RankedList, convex_fusion, reciprocal_rank_fusion
-from pgrecall.api.store import Document
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings, load_settings
@@ -122,7 +122,7 @@ class Searcher:
         fusion: str | None = None,
     ) -> list[Hit]:
         """The engine's entry: validated as every interface is, but k up to MAX_INTERNAL_K
-        (evaluations rank deeper than any interface may ask; pgrecall.api.contract).
+        (evaluations rank deeper than any interface may ask; pgrecall.contract).
         fusion: "rrf" or "convex"; None for the PGRECALL_FUSION setting."""
         request = search_request(
             query, k=k, mode=mode, enrich=enrich_query, filters=filters, fusion=fusion, max_k=MAX_INTERNAL_K
@@ -130,7 +130,7 @@ class Searcher:
         return self.run(request, keyword_depth=keyword_depth)
 
     def run(self, request: SearchRequest, keyword_depth: int = 1000) -> list[Hit]:
-        """Search for a request built by pgrecall.api.contract.search_request."""
+        """Search for a request built by pgrecall.contract.search_request."""
         query, k, mode = request.query, request.k, request.mode
         fusion = request.fusion or self.settings.fusion
         limit = max(k, 100)  # candidates per arm
@@ -230,7 +230,7 @@ def search(
     fusion: str | None = None,
 ) -> list[Hit]:
     """Hybrid search of the index configured by PGRECALL_* variables: k from 1 to MAX_K (100),
-    validated as every interface is (pgrecall.api.contract.search_request). fusion: "rrf" or
+    validated as every interface is (pgrecall.contract.search_request). fusion: "rrf" or
     "convex" (pgrecall.api.fuse); None for the PGRECALL_FUSION setting."""
     # Validated before any connection.
     request = search_request(query, k=k, mode=mode, enrich=enrich, filters=filters, fusion=fusion)

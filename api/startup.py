@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from pgrecall.errors import PgRecallError
+from pgrecall.errors import PgRecallError, reason
 
 START_WAIT_S = 120.0  # how long a caller waits for the start before giving up
 
@@ -132,11 +132,3 @@ def _in_background(work: Callable[[], object] | None) -> concurrent.futures.Futu
 
     threading.Thread(target=run, name="pgrecall-model", daemon=True).start()
     return future
-
-
-def reason(exc: BaseException) -> str:
-    """One line: our errors' message as it is, others with their type."""
-    text = (str(exc).strip().splitlines() or [""])[0]
-    if isinstance(exc, PgRecallError):
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -15,8 +15,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25, database, queries
-from pgrecall.api.contract import FILTER_FIELDS
-from pgrecall.errors import DatabaseUnavailable
+from pgrecall.contract import FILTER_FIELDS
+from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.terms import identifier_terms
 
 _RAW = queries.load("search.sql")
@@ -64,21 +64,18 @@ def _configure_read_only(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
-CONNECT_TIMEOUT_S = 10
-
-
 def check_url(url: str) -> None:
     """One direct connection before the pool: a bad URL or a server that is down is
     reported at once, with its cause, instead of as a pool that never fills."""
     try:
         params = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise DatabaseUnavailable(f"invalid connection string for the search database: {_first_line(exc)}") from exc
-    params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
+        raise DatabaseUnavailable(f"invalid connection string for the search database: {first_line(exc)}") from exc
+    params.setdefault("connect_timeout", str(database.CONNECT_TIMEOUT_S))
     try:
         psycopg.connect(make_conninfo(**params)).close()
     except psycopg.Error as exc:
-        raise DatabaseUnavailable(f"cannot connect to the search database: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"cannot connect to the search database: {first_line(exc)}") from exc
 
 
 def require_index(conn: psycopg.Connection) -> None:
@@ -123,12 +120,8 @@ def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
         pool.open(wait=True, timeout=30)
     except PoolTimeout as exc:
         pool.close()
-        raise DatabaseUnavailable(f"the search database did not accept connections: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"the search database did not accept connections: {first_line(exc)}") from exc
     return pool
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import psycopg
 
 from pgrecall import database
-from pgrecall.errors import PgRecallError
+from pgrecall.errors import PgRecallError, first_line
 from pgrecall.logs import configure_logging
 from pgrecall.settings import ENVIRONMENT_VARIABLES, Settings, load_settings
 
@@ -306,9 +306,9 @@ def _search_filters(args: argparse.Namespace) -> dict:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.api.contract import search_request
+    from pgrecall.contract import search_request
 
-    # Validated as every interface does (pgrecall.api.contract), before any connection.
+    # Validated as every interface does (pgrecall.contract), before any connection.
     request = search_request(
         args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=_search_filters(args), fusion=args.fusion
     )
@@ -676,8 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pgrecall: error: {exc}", file=sys.stderr)
         return 1
     except psycopg.Error as exc:
-        message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        print(f"pgrecall: database error: {message}", file=sys.stderr)
+        print(f"pgrecall: database error: {first_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("pgrecall: interrupted", file=sys.stderr)

@@ -16,10 +16,11 @@ import structlog
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from pgrecall.errors import DatabaseUnavailable
+from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.settings import Settings
 
 DATABASE_NAME = "pgrecall"
+CONNECT_TIMEOUT_S = 10  # a search login or URL check that hangs longer reports the server as unreachable
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +58,7 @@ def start_embedded(settings: Settings) -> str:
     try:
         server = _embedded_server(settings)
     except Exception as exc:  # the package raises bare RuntimeError/SubprocessError
-        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {first_line(exc)}") from exc
     return ensure_database(server.get_uri(), DATABASE_NAME)
 
 
@@ -76,7 +77,7 @@ def ensure_database(server_url: str, name: str, *, fresh: bool = False) -> str:
     try:
         conn = psycopg.connect(server_url, autocommit=True)
     except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(f"cannot connect to the database server: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"cannot connect to the database server: {first_line(exc)}") from exc
     with conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_CREATE_DATABASE_LOCK_KEY,))
         try:
@@ -133,7 +134,7 @@ async def open_async_pool(url: str, max_size: int = 4, timeout: float = 30.0) ->
         await pool.open(wait=True, timeout=timeout)
     except PoolTimeout as exc:
         await pool.close()
-        raise DatabaseUnavailable(f"the database did not accept connections: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"the database did not accept connections: {first_line(exc)}") from exc
     return pool
 
 
@@ -142,7 +143,7 @@ def connect(url: str, *, read_only: bool = False, autocommit: bool = False) -> I
     try:
         conn = psycopg.connect(url, autocommit=autocommit)
     except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(f"cannot connect to the database: {_first_line(exc)}") from exc
+        raise DatabaseUnavailable(f"cannot connect to the database: {first_line(exc)}") from exc
     with conn:
         if read_only:
             conn.read_only = True
@@ -150,7 +151,3 @@ def connect(url: str, *, read_only: bool = False, autocommit: bool = False) -> I
         with contextlib.suppress(psycopg.ProgrammingError):
             configure_connection(conn)
         yield conn
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

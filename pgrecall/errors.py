@@ -36,3 +36,16 @@ class InvalidInput(PgRecallError):
 
 class EmbeddingSpaceMismatch(PgRecallError):
     """The index's vectors are of another embedding space than this search's query embedder."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, else its type's name: what a one-line error shows."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def reason(exc: BaseException) -> str:
+    """One line: our errors' message as it is, others' with their type in front."""
+    if isinstance(exc, PgRecallError):
+        return first_line(exc)
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from pgrecall.api import contract
+from pgrecall import contract
 from pgrecall.api.http import READ_ONLY_REASON, SavedOut, create_app
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.service import wait_for
@@ -73,7 +73,7 @@ def test_document_and_health(client):
 @pytest.mark.parametrize(
     ("request_kwargs", "status", "reason"),
     [
-        # The contract's messages (pgrecall.api.contract), the same on every interface.
+        # The contract's messages (pgrecall.contract), the same on every interface.
         ({"json": {"query": ""}}, 422, "the query is empty"),
         ({"json": {"query": "x" * 2001}}, 422, "the query is longer than 2000 characters"),
         ({"json": {"query": "x", "k": 0}}, 422, "k must be an integer from 1 to 100"),

@@ -14,7 +14,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
-from pgrecall.api import contract
+from pgrecall import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import NotStarted, Startup
 from tests.notes import ERROR_CODE_NOTES, write_notes

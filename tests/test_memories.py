@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from pgrecall.api import contract
+from pgrecall import contract
 from pgrecall.errors import InvalidInput
 from pgrecall.worker import memories
 from pgrecall.worker.memories import Memory, MemoryFolder

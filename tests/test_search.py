@@ -348,7 +348,7 @@ def test_search_command_needs_no_write_rights(indexed, db_url, tmp_path):
 
 def test_every_search_is_validated_by_the_one_contract(searcher):
     """k is capped at MAX_K for the interfaces; the engine (evaluation) may rank deeper."""
-    from pgrecall.api import contract
+    from pgrecall import contract
 
     message = f"^k must be an integer from 1 to {contract.MAX_K}$"
     with pytest.raises(InvalidInput, match=message):

@@ -8,7 +8,7 @@ A note is written atomically (a private temporary file, fsync, rename, fsync
 of the folder) as `YYYY/MM/<date>-<slug>-<id>.md`, readable by its owner only,
 in folders only its owner may enter. Only notes found by their id inside the
 memory folder can be changed or removed: an id is 12 hexadecimal digits, so
-nothing an assistant passes can name a path (see pgrecall.api.contract).
+nothing an assistant passes can name a path (see pgrecall.contract).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from pgrecall.contract import MEMORY_ID, RESERVED_METADATA_KEYS
 from pgrecall.worker.adapters.markdown import split_front_matter
 
 FOLDER_MODE = 0o700
@@ -108,9 +109,6 @@ def render(memory: Memory) -> str:
     return f"---\n{header}---\n\n{body}"
 
 
-_OWN_KEYS = ("id", "created", "updated", "title", "tags", "source", "content_sha256")
-
-
 def parse(relative: str, content: str) -> Memory | None:
     """The memory a note holds; None when it is not one of ours (no id in its front matter)."""
     try:
@@ -118,7 +116,7 @@ def parse(relative: str, content: str) -> Memory | None:
     except ValueError:
         return None
     memory_id = front.get("id")
-    if not isinstance(memory_id, str) or not re.fullmatch(r"[0-9a-f]{12}", memory_id):
+    if not isinstance(memory_id, str) or not MEMORY_ID.fullmatch(memory_id):
         return None
     title = front.get("title") if isinstance(front.get("title"), str) else None
     text = body.strip()
@@ -132,7 +130,7 @@ def parse(relative: str, content: str) -> Memory | None:
         text=text,
         tags=tuple(str(tag) for tag in tags) if isinstance(tags, list) else (),
         source=front.get("source") if isinstance(front.get("source"), str) else None,
-        metadata={key: value for key, value in front.items() if key not in _OWN_KEYS},
+        metadata={key: value for key, value in front.items() if key not in RESERVED_METADATA_KEYS},
         created=str(front.get("created") or ""),
         updated=str(front.get("updated") or front.get("created") or ""),
     )

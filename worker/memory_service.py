@@ -20,16 +20,15 @@ from typing import Any
 import psycopg
 import structlog
 
-from pgrecall import database, queries
-from pgrecall.api import contract
-from pgrecall.errors import InvalidInput, PgRecallError
+from pgrecall import contract, database, queries
+from pgrecall.errors import InvalidInput, PgRecallError, first_line
+from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, store
 from pgrecall.worker.memories import Memory, MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 
 Q = queries.load("memories.sql")
-ROOT_NAME = "memories"
 log = structlog.get_logger("pgrecall.memories")
 
 
@@ -65,7 +64,7 @@ class MemoryService:
             self._indexer = Indexer.for_settings(self._pool, self.settings)
             self._lock_connection = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
             async with self._pool.connection() as conn:
-                await store.upsert_root(conn, ROOT_NAME, self.root)
+                await store.upsert_root(conn, MEMORY_ROOT, self.root)
         except BaseException:
             await self.close()  # nothing opened so far is left behind
             raise
@@ -106,7 +105,7 @@ class MemoryService:
         try:
             outcome = await self._indexer.index_file(self.root, memory.path)
         except (psycopg.OperationalError, PgRecallError) as exc:
-            log.warning("memory_not_indexed", id=memory.id, error=str(exc).splitlines()[0] if str(exc) else "")
+            log.warning("memory_not_indexed", id=memory.id, error=first_line(exc))
             return False
         return outcome.status in ("indexed", "unchanged")
 

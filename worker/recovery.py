@@ -18,6 +18,7 @@ import structlog
 from procrastinate.jobs import Status
 
 from pgrecall import queries
+from pgrecall.errors import first_line
 from pgrecall.status import QUEUE
 
 Q = queries.load("queue.sql")
@@ -49,7 +50,7 @@ async def recover_stalled_jobs(app: procrastinate.App, stalled_seconds: float) -
             log.warning("stalled_job_superseded", job=job.id, task=job.task_name, args=job.task_kwargs)
         except procrastinate.exceptions.ConnectorException as exc:
             # Another process resolved it first ("not in doing status").
-            log.info("stalled_job_taken", job=job.id, error=str(exc.__cause__ or exc).splitlines()[0])
+            log.info("stalled_job_taken", job=job.id, error=first_line(exc.__cause__ or exc))
     return Recovered(retried, superseded)
 
 

@@ -23,6 +23,7 @@ import structlog
 
 from pgrecall import database, queries
 from pgrecall.embedding import get_embedder
+from pgrecall.errors import first_line, reason
 from pgrecall.roots import Root
 from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
@@ -53,7 +54,7 @@ async def _supervise(name: str, factory, running: dict[str, bool], max_backoff: 
             log.error(
                 "component_failed",
                 component=name,
-                error=f"{type(exc).__name__}: {exc}".splitlines()[0],
+                error=reason(exc),
                 retry_in_s=backoff,
             )
             await asyncio.sleep(backoff)
@@ -122,7 +123,7 @@ async def _status(pool, watcher: Watcher | None) -> str:
             cursor = await conn.execute(Q["service_status"], {"queue": tasks.QUEUE})
             todo, doing, last = await cursor.fetchone()
     except psycopg.Error as exc:
-        return f"database unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        return f"database unavailable: {first_line(exc)}"
     return status_line(todo, doing, last, modes)
 
 

@@ -28,6 +28,7 @@ import psycopg
 import structlog
 
 from pgrecall import queries
+from pgrecall.errors import first_line
 
 log = structlog.get_logger("pgrecall.statistics")
 Q = queries.load("index.sql")
@@ -84,7 +85,7 @@ async def after_write(conn: psycopg.AsyncConnection) -> None:
     try:
         await fold(conn)
     except psycopg.Error as exc:  # the write has committed: its deltas wait for the next fold
-        log.warning("statistics_fold_failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        log.warning("statistics_fold_failed", error=first_line(exc))
 
 
 async def fold_forever(pool, seconds: float = FOLD_SECONDS) -> None:

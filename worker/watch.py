@@ -35,6 +35,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from pgrecall import queries
+from pgrecall.errors import first_line
 from pgrecall.worker import scan, tasks
 
 log = structlog.get_logger("pgrecall.watch")
@@ -267,7 +268,7 @@ class Watcher:
             except (psycopg.OperationalError, procrastinate.exceptions.ConnectorException) as exc:
                 # The database is away (restarting): keep the change and try again.
                 self._pending.setdefault(key, (change, seen))
-                log.warning("enqueue_failed", path=change.path, error=_first_line(exc))
+                log.warning("enqueue_failed", path=change.path, error=first_line(exc))
                 await asyncio.sleep(1.0)
                 return
 
@@ -289,7 +290,7 @@ class Watcher:
                         await conn.execute(Q["set_watch_mode"], params)
                     await conn.execute(Q["touch_watcher"], params)
             except psycopg.Error as exc:  # the database is away: a later tick tries again
-                log.debug("watch_state_not_recorded", root=str(state.path), error=_first_line(exc))
+                log.debug("watch_state_not_recorded", root=str(state.path), error=first_line(exc))
                 return
             state.recorded_mode, state.recorded_event, state.recorded_at = state.mode, last_event, now
 
@@ -315,10 +316,6 @@ class WatcherDied(RuntimeError):
 
 def _timestamp(wall: float | None) -> datetime.datetime | None:
     return None if wall is None else datetime.datetime.fromtimestamp(wall, datetime.UTC)
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _stop_observer(observer) -> None:
