@@ -20,6 +20,7 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import InvalidInput
+from pgrecall.settings import FUSIONS
 
 MAX_MEMORY_BYTES = 64 * 1024
 MAX_TITLE_CHARS = 200
@@ -173,9 +174,8 @@ def list_limit(value: Any) -> int:
 # --- Searches -------------------------------------------------------------------------------------
 
 MODES = ("hybrid", "vector", "keyword")
-# How hybrid search fuses its arms (pgrecall.api.fuse); None in a request means the
+# A request's fusion is one of FUSIONS (from pgrecall.settings), or None: the
 # PGRECALL_FUSION setting of the searcher that runs it.
-FUSIONS = ("rrf", "convex")
 DEFAULT_K = 10
 MAX_K = 100  # every interface: CLI, HTTP, MCP, pgrecall.api.search()
 # Searcher.search, the engine under the interfaces, allows more: the evaluation ranks 300

@@ -17,6 +17,9 @@ import platformdirs
 
 from pgrecall.errors import ConfigurationError
 
+# The ways hybrid search can fuse its arms (pgrecall.api.fuse): the one list every interface offers.
+FUSIONS = ("rrf", "convex")
+
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
@@ -144,7 +147,7 @@ SETTINGS: tuple[Setting, ...] = (
         "PGRECALL_FUSION",
         "how hybrid search fuses its arms: rrf (Reciprocal Rank Fusion) or convex (normalised scores)",
         default="convex",
-        choices=("rrf", "convex"),
+        choices=FUSIONS,
     ),
     Setting("rrf_k", "PGRECALL_RRF_K", "Reciprocal Rank Fusion constant k", default=60, minimum=1),
     Setting(
