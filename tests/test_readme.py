@@ -22,7 +22,7 @@ ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 PATH_SUFFIXES = (".py", ".sql", ".toml", ".service", ".md", ".example")
-# Words in backticks that contain "/" but name no file of this repository.
+# Words in backticks that look like paths but name no file of this repository, with the reason.
 NOT_REPOSITORY_PATHS = {
     "projects/": "a path_prefix filter value",
     ".git/": "a folder ignored in the user's notes",
@@ -38,7 +38,7 @@ NOT_REPOSITORY_PATHS = {
     "h.md#x.md": "a file name the text says a user might have",
     "caf\\xe9.md": "how a file name that is not UTF-8 is shown",
 }
-SKIPPED_DIRECTORIES = {".venv", "__pycache__", "node_modules"}
+SKIPPED_DIRECTORIES = {"__pycache__", "node_modules", "build", "dist"}  # and every hidden one (.venv, .git)
 SHELL_LANGUAGES = {"", "sh", "bash", "shell", "console"}
 
 
