@@ -1,7 +1,9 @@
 """Where the database is: the embedded server by default, PGRECALL_DATABASE_URL otherwise.
 
-Connections are made here and nowhere else, so the vector type is registered
-the same way for every caller.
+Every connection that carries vectors is configured here (configure_connection),
+so the vector type is registered the same way for every caller; the few opened
+elsewhere (a URL check, the reader's login test, the memory lock, the queue's
+connector) carry none.
 """
 
 from __future__ import annotations

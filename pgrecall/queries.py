@@ -1,4 +1,4 @@
-"""Named SQL queries from the .sql files in pgrecall.sql: `-- name --` starts a query."""
+"""Named SQL queries from the .sql files of pgrecall.sql.queries (sql/queries/): `-- name --` starts one."""
 
 from __future__ import annotations
 

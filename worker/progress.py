@@ -1,4 +1,4 @@
-"""The progress bar of `pgrecall index`: files, chunks, chunks/s, ETA."""
+"""The progress bar of `pgrecall index` and `pgrecall reembed`: files, chunks, chunks/s, ETA."""
 
 from __future__ import annotations
 

@@ -1,3 +1,5 @@
+"""Plain text: the whole file one section without a heading, titled by its file name."""
+
 from __future__ import annotations
 
 from pathlib import PurePosixPath
