@@ -32,7 +32,7 @@ from pgrecall.contract import (  # noqa: F401 (re-exported: the names this modul
     search_request,
     validate_filters,
 )
-from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings, load_settings
 
@@ -85,7 +85,7 @@ class Searcher:
             self.pool.close()
             raise
         # Loaded on the first query that needs vectors: keyword searches never load a model.
-        self.embedder = embedder or get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+        self.embedder = embedder or embedder_for(settings)
 
     def close(self) -> None:
         self.pool.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from pgrecall.embedding import BACKENDS, Embedder
+from pgrecall.embedding import BACKENDS, new_embedder
 from pgrecall.settings import load_settings
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
@@ -32,8 +32,8 @@ WORDS = 60
 COLD = """
 import sys, time
 started = time.perf_counter()
-from pgrecall.embedding import Embedder
-Embedder(backend=sys.argv[1]).embed_batch(["warm"])
+from pgrecall.embedding import new_embedder
+new_embedder(backend=sys.argv[1]).embed_batch(["warm"])
 print(round(time.perf_counter() - started, 2), "torch" in sys.modules)
 """
 
@@ -69,14 +69,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pgrecall-backend-bench-") as directory:
         home = Path(directory)
         started = time.perf_counter()
-        Embedder(backend="onnx", home=home).load()
+        new_embedder(backend="onnx", home=home).load()
         result["export_s"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
-        Embedder(backend="onnx-int8", home=home).load()
+        new_embedder(backend="onnx-int8", home=home).load()
         result["quantize_s"] = round(time.perf_counter() - started, 1)
         reference = None
         for backend in BACKENDS:
-            embedder = Embedder(batch_size=settings.embed_batch_size, backend=backend, home=home).load()
+            embedder = new_embedder(batch_size=settings.embed_batch_size, backend=backend, home=home).load()
             embedder.embed_batch(texts[:8])  # not timed
             started = time.perf_counter()
             vectors = embedder.embed_batch(texts)

@@ -34,14 +34,14 @@ def main() -> int:
     args = parser.parse_args()
 
     from pgrecall import database
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.settings import load_settings
 
     settings = load_settings()
     url = psycopg.conninfo.make_conninfo(database.database_url(settings), dbname=args.database)
     with open(f"{args.dataset}/queries.jsonl", encoding="utf-8") as lines:
         queries = [json.loads(line)["text"] for line in lines][: args.queries]
-    vectors = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).embed_batch(queries)
+    vectors = embedder_for(settings).embed_batch(queries)
     with psycopg.connect(url) as conn:
         register_vector(conn)
         conn.execute("SET hnsw.iterative_scan = relaxed_order")

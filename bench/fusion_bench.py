@@ -36,7 +36,7 @@ def main() -> int:
     from pgrecall import bm25
     from pgrecall.api import store
     from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.settings import load_settings
 
     settings = load_settings()
@@ -65,7 +65,7 @@ def main() -> int:
         ranked = [RankedList(arm, ids) for arm, ids in zip(("keyword", "vector"), lists, strict=True)]
         return [f.id for f in reciprocal_rank_fusion(ranked, k=settings.rrf_k)]
 
-    embedder = get_embedder(settings.model, settings.embed_batch_size)
+    embedder = embedder_for(settings)
     query_ids = list(dataset.queries)
     vectors = embedder.embed_batch([dataset.queries[q] for q in query_ids])
     runs: dict[str, dict[str, dict[str, float]]] = {}

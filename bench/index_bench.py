@@ -123,7 +123,7 @@ def main() -> int:
 
     from pgrecall import database
     from pgrecall.api.search import Searcher
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.logs import configure_logging
     from pgrecall.migrate import migrate
     from pgrecall.settings import load_settings
@@ -137,7 +137,7 @@ def main() -> int:
     pgdata = database.pgdata_path(settings)
     with database.connect(url) as conn:
         migrate(conn)
-    embedder = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+    embedder = embedder_for(settings)
     embedder.load().embed_batch(["warm up the model"])
 
     pipeline = measure_pipeline(settings, url, notes, pgdata)
@@ -159,7 +159,7 @@ def main() -> int:
         import dataclasses
 
         torch_settings = dataclasses.replace(settings, embed_backend="torch")
-        torch_embedder = get_embedder(settings.model, settings.embed_batch_size, "torch")
+        torch_embedder = embedder_for(torch_settings)
         torch_embedder.load().embed_batch(["warm up the model"])
         torch_notes = work / "notes-torch"  # another root: a fresh insert of every note, as above
         shutil.copytree(notes, torch_notes)

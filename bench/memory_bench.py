@@ -100,14 +100,14 @@ def remember_until_searchable(client, searcher, phase: str, count: int) -> dict:
 
 
 def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, results) -> None:
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.logs import configure_logging
     from pgrecall.settings import load_settings
     from pgrecall.worker.memory_service import MemoryClient
 
     configure_logging()  # warnings only, to stderr: stdout is the JSON
     settings = load_settings(env)
-    get_embedder(settings.model, settings.embed_batch_size).embed_batch(["warm-up"])  # not timed
+    embedder_for(settings).embed_batch(["warm-up"])  # not timed
     client = MemoryClient(settings, url, Path(folder))
     try:
         barrier.wait(300)

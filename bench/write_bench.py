@@ -70,13 +70,13 @@ BASELINE = "baseline"
 
 def load_documents(corpus: Path, limit: int, seed: int) -> tuple[list, str]:
     """[(document, chunks, vectors)] and the chunking signature: parsed, chunked, vectors made."""
-    from pgrecall.embedding import DIMENSIONS, get_embedder
+    from pgrecall.embedding import DIMENSIONS, embedder_for
     from pgrecall.settings import load_settings
     from pgrecall.worker.adapters import markdown
     from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
 
     settings = load_settings()
-    embedder = get_embedder(settings.model, settings.embed_batch_size)  # its tokenizer counts word pieces
+    embedder = embedder_for(settings)  # its tokenizer counts word pieces
     max_tokens = token_budget(settings.chunk_tokens, embedder.max_tokens)
     rng = np.random.default_rng(seed)
     documents = []

@@ -513,9 +513,9 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api.startup import Startup
 
     def load_model() -> None:
-        from pgrecall.embedding import get_embedder
+        from pgrecall.embedding import embedder_for
 
-        get_embedder(settings.model, settings.embed_batch_size).embed_batch(["pgrecall"])  # the Searcher's own
+        embedder_for(settings).embed_batch(["pgrecall"])  # the Searcher's own
 
     memories = None if args.read_only else _memory_startup(settings)
 
@@ -537,7 +537,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import status as status_module
     from pgrecall.api.memories import folder_of
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.worker.memories import MemoryFolder
     from pgrecall.worker.scan import iter_files
     from pgrecall.worker.watch import describe_watch
@@ -549,7 +549,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             count_files=lambda folder: sum(1 for _ in iter_files(folder)),
             memory_folder=folder_of(settings),
             count_memories=lambda folder: sum(1 for _ in MemoryFolder(folder).memories()),
-            embedding_space=get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).space,
+            embedding_space=embedder_for(settings).space,
         )
     if args.json:
         print(json.dumps(status, default=str))

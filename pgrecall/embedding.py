@@ -1,14 +1,19 @@
-"""The embedding model: loaded lazily from local files, once per process.
+"""The embedding model: one interface, one class per backend, one instance per process for each setting.
 
 Shared by the worker (documents) and the search side (queries), so that both
 see the same weights, tokenizer and normalisation. Three backends compute the
-same function: "torch" (sentence-transformers), "onnx" (onnxruntime, fp32) and
-"onnx-int8" (onnxruntime, dynamically quantized weights). The ONNX ones never
-import torch once their files are built (see pgrecall.onnx_model).
+same function: "torch" (sentence-transformers, pgrecall.torch_embedder), "onnx"
+(onnxruntime, fp32) and "onnx-int8" (onnxruntime, dynamically quantized weights;
+both in pgrecall.onnx_embedder). The ONNX ones never import torch once their
+files are built (see pgrecall.onnx_model).
+
+Callers get one with `embedder_for(settings)`; `new_embedder(...)` builds a private
+one from explicit arguments (another backend or model cache, in tests and benchmarks).
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 import json
 import os
@@ -20,15 +25,48 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
-from pgrecall.settings import SETTINGS, default
+from pgrecall.settings import SETTINGS, Settings, default
 
 if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
 DIMENSIONS = 384
 BACKENDS = ("torch", "onnx", "onnx-int8")
 BUNDLED_NAME = "all-MiniLM-L6-v2"
+
+
+class Embedder(abc.ABC):
+    """What the worker and the search side use of an embedding model."""
+
+    backend: str  # one of BACKENDS: how the model runs
+    dimensions: int  # the width of each vector
+    batch_size: int  # texts per forward pass
+
+    @property
+    @abc.abstractmethod
+    def space(self) -> str:
+        """The embedding space, stored with each document: vectors are comparable only within one space."""
+
+    @property
+    @abc.abstractmethod
+    def max_tokens(self) -> int:
+        """Word pieces the model sees per text, special tokens included."""
+
+    @abc.abstractmethod
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces per text, without the special tokens the model adds."""
+
+    @abc.abstractmethod
+    def word_pieces(self, text: str) -> list[str]:
+        """The text as the tokenizer splits it, without special tokens."""
+
+    @abc.abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text."""
+
+    @abc.abstractmethod
+    def load(self) -> Embedder:
+        """Load the model now rather than at the first embed; returns self."""
 
 
 def bundled_model_path() -> Path:
@@ -56,7 +94,8 @@ def resolve_backend(backend: str | None) -> str:
     return backend
 
 
-def _read_config(path: Path) -> dict:
+def read_config(path: Path) -> dict:
+    """A model folder's JSON file; {} when it is absent."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -65,24 +104,25 @@ def _read_config(path: Path) -> dict:
         raise ModelUnavailable(f"cannot read {path}: {error}") from None
 
 
-class Embedder:
-    """all-MiniLM-L6-v2 (or PGRECALL_MODEL) on the CPU, never touching the network."""
+class LocalEmbedder(Embedder):
+    """A sentence-transformers model folder (all-MiniLM-L6-v2 or PGRECALL_MODEL) on the CPU, never
+    touching the network: its files, weights checksum, space label and tokenizer, the same for
+    every backend. A backend says how to load the model (`_load_model`) and run it (`_embed`)."""
+
+    dimensions = DIMENSIONS  # what the index stores; a model of another width is refused when it loads
 
     def __init__(
         self,
         model_path: str | Path | None = None,
         batch_size: int = default("embed_batch_size"),
-        backend: str | None = None,
         home: str | Path | None = None,
     ):
         self.model_path = Path(model_path) if model_path else bundled_model_path()
         self.model_name = BUNDLED_NAME if not model_path else self.model_path.name
         self.batch_size = batch_size
-        self.backend = resolve_backend(backend)
         self._home = Path(home) if home else None  # None: PGRECALL_HOME, read when first needed
         self._home_given = home is not None
-        self._model: SentenceTransformer | None = None
-        self._session = None  # onnxruntime.InferenceSession
+        self._model: Any = None  # what _load_model returned
         self._lock = threading.Lock()
         self._encode_lock = threading.Lock()
 
@@ -96,7 +136,7 @@ class Embedder:
 
     @property
     def cache_root(self) -> Path:
-        """Where exported models and weight checksums are kept: `home`/models for an Embedder given
+        """Where exported models and weight checksums are kept: `home`/models for an embedder given
         its home, else PGRECALL_MODEL_CACHE, else PGRECALL_HOME/models."""
         if self._home_given:
             return self.home / "models"
@@ -120,18 +160,22 @@ class Embedder:
         if not (self.model_path / "config.json").exists():
             raise ModelUnavailable(f"no model found at {self.model_path}")
 
+    def _check_dimensions(self, width: int) -> None:
+        if width != DIMENSIONS:
+            raise ModelUnavailable(f"model {self.model_path} gives {width} dimensions; the index stores {DIMENSIONS}")
+
     # -- tokenizer -----------------------------------------------------------
 
     @functools.cached_property
     def max_tokens(self) -> int:
         """Word pieces the model sees per text, special tokens included (as sentence-transformers decides)."""
         self._check_model_dir()
-        configured = _read_config(self.model_path / "sentence_bert_config.json").get("max_seq_length")
+        configured = read_config(self.model_path / "sentence_bert_config.json").get("max_seq_length")
         if configured:
             return int(configured)
         limits = [
-            _read_config(self.model_path / "tokenizer_config.json").get("model_max_length"),
-            _read_config(self.model_path / "config.json").get("max_position_embeddings"),
+            read_config(self.model_path / "tokenizer_config.json").get("model_max_length"),
+            read_config(self.model_path / "config.json").get("max_position_embeddings"),
         ]
         return int(min(limit for limit in limits if isinstance(limit, int)) if any(limits) else 512)
 
@@ -142,8 +186,10 @@ class Embedder:
         path = self.model_path / "tokenizer.json"
         if path.exists():
             return Tokenizer.from_file(str(path))
-        if self.backend == "torch":  # an older model folder: the fast tokenizer transformers builds
-            return Tokenizer.from_str(self.model.tokenizer.backend_tokenizer.to_str())
+        return self._tokenizer_without_file(path)
+
+    def _tokenizer_without_file(self, path: Path) -> Tokenizer:
+        """The tokenizer of a model folder that has no tokenizer.json (at `path`)."""
         raise ModelUnavailable(f"the {self.backend} backend needs {path}")
 
     @functools.cached_property
@@ -174,160 +220,64 @@ class Embedder:
 
     # -- model -----------------------------------------------------------------
 
-    def load(self) -> Embedder:
+    def load(self) -> LocalEmbedder:
         """Load the model now (and build its ONNX file if missing), rather than at the first embed."""
-        if self.backend == "torch":
-            _ = self.model
-        else:
-            self._onnx_session()
+        self._loaded_model()
         _ = self.tokenizer
         return self
 
-    @property
-    def model(self) -> SentenceTransformer:
-        """The sentence-transformers model (the torch backend's)."""
+    def _loaded_model(self) -> Any:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    self._model = self._load_torch()
+                    self._check_model_dir()
+                    self._model = self._load_model()
         return self._model
 
-    def _load_torch(self) -> SentenceTransformer:
-        self._check_model_dir()
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
+    @abc.abstractmethod
+    def _load_model(self) -> Any:
+        """The backend's runnable model, loaded once (under a lock) at the first embed or load()."""
 
-        transformers_logging.disable_progress_bar()  # "Loading weights" would clutter every CLI call
-        # local_files_only: hub look-ups must never happen (the machine may have
-        # no network at all); the model is a local folder.
-        model = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
-        dimension_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        if dimension_of() != DIMENSIONS:
-            raise ModelUnavailable(
-                f"model {self.model_path} gives {dimension_of()} dimensions; the index stores {DIMENSIONS}"
-            )
-        return model
-
-    def _onnx_session(self):
-        if self._session is None:
-            with self._lock:
-                if self._session is None:
-                    self._session = self._load_onnx()
-        return self._session
-
-    def _load_onnx(self):
-        try:
-            import onnxruntime
-        except ImportError:
-            raise ModelUnavailable(f"the {self.backend} backend needs the onnxruntime package") from None
-        from pgrecall.onnx_model import OnnxCache
-
-        self._check_model_dir()
-        pooling = _read_config(self.model_path / "1_Pooling" / "config.json")
-        if pooling and not pooling.get("pooling_mode_mean_tokens"):
-            raise ModelUnavailable(f"the {self.backend} backend supports mean pooling only ({self.model_path})")
-        cache = OnnxCache(self.model_path, self.cache_root, self.model_name, self.weights_sha256)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = _cpu_count()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # errors only
-        # No busy-waiting between operators: on a few cores the spinning threads take the CPU
-        # that the worker's parsing, chunking and PostgreSQL need while the model runs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = cache.ensure(self.backend)
-        try:
-            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for a damaged file
-            path = cache.ensure(self.backend, rebuild=path.stat())
-            try:
-                session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            except Exception as error:  # noqa: BLE001
-                raise ModelUnavailable(f"cannot load {path}: {error}") from None
-        width = session.get_outputs()[0].shape[-1]
-        if width != DIMENSIONS:
-            raise ModelUnavailable(f"model {self.model_path} gives {width} dimensions; the index stores {DIMENSIONS}")
-        return session
-
-    # -- embedding ---------------------------------------------------------------
+    @abc.abstractmethod
+    def _embed(self, model: Any, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 vectors of texts (at least one), by the model _load_model returned."""
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        if self.backend == "torch":
-            model = self.model
-            # One forward pass at a time: the Rust tokenizer refuses concurrent use
-            # ("Already borrowed"), and the CPU is saturated by one pass anyway.
-            with self._encode_lock:
-                vectors = model.encode(
-                    list(texts),
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-            return vectors.astype(np.float32, copy=False)
-        session = self._onnx_session()
+        model = self._loaded_model()
+        # One forward pass at a time: the Rust tokenizer refuses concurrent use
+        # ("Already borrowed"), and the CPU is saturated by one pass anyway.
         with self._encode_lock:
-            return self._embed_onnx(session, list(texts))
-
-    def _embed_onnx(self, session, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        lengths = np.array([len(encoding.ids) for encoding in encodings])
-        order = np.argsort(-lengths, kind="stable")  # longest first, as sentence-transformers: little padding
-        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = int(lengths[rows].max())
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            types = np.zeros_like(ids)
-            for row, index in enumerate(rows):
-                encoding = encodings[index]
-                size = len(encoding.ids)
-                ids[row, :size] = encoding.ids
-                mask[row, :size] = 1
-                types[row, :size] = encoding.type_ids
-            (hidden,) = session.run(
-                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            )
-            vectors[rows] = mean_pool_normalise(hidden, mask)
-        return vectors
+            return self._embed(model, list(texts))
 
 
-def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """sentence-transformers' Pooling(mean) then Normalize: mean over real tokens, unit length."""
-    weights = mask[..., None].astype(np.float32)
-    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
-    pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+def _backend_classes() -> dict[str, type[LocalEmbedder]]:
+    # Imported here, not at the top: the backends' modules import this one for LocalEmbedder.
+    from pgrecall.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
+    from pgrecall.torch_embedder import TorchEmbedder
+
+    return {cls.backend: cls for cls in (TorchEmbedder, OnnxEmbedder, OnnxInt8Embedder)}
 
 
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # the cores this process may use (a container's share)
-    except AttributeError:
-        return os.cpu_count() or 1
+def new_embedder(
+    model_path: str | Path | None = None,
+    batch_size: int = default("embed_batch_size"),
+    backend: str | None = None,
+    home: str | Path | None = None,
+) -> Embedder:
+    """A new embedder of its own (nothing loaded yet): model_path None is the bundled model, backend None
+    is PGRECALL_EMBED_BACKEND, home None keeps ONNX files in PGRECALL_MODEL_CACHE else PGRECALL_HOME/models."""
+    return _backend_classes()[resolve_backend(backend)](model_path, batch_size, home)
 
 
 @functools.cache
 def _shared_embedder(model_path: str | None, batch_size: int, backend: str) -> Embedder:
-    return Embedder(model_path, batch_size, backend)
+    return new_embedder(model_path, batch_size, backend)
 
 
-def new_embedder(
-    model_path: str | None = None, batch_size: int = default("embed_batch_size"), backend: str | None = None
-) -> Embedder:
-    return Embedder(model_path, batch_size, backend)
-
-
-def get_embedder(
-    model_path: str | None = None, batch_size: int = default("embed_batch_size"), backend: str | None = None
-) -> Embedder:
-    """The process's one Embedder per (model, batch size, backend); backend None = PGRECALL_EMBED_BACKEND."""
-    return _shared_embedder(model_path, batch_size, resolve_backend(backend))
-
-
-get_embedder.__wrapped__ = new_embedder  # the uncached constructor, as functools.cache would expose it
-get_embedder.cache_clear = _shared_embedder.cache_clear
+def embedder_for(settings: Settings) -> Embedder:
+    """The process's one embedder for (settings.model, settings.embed_batch_size, settings.embed_backend):
+    the worker's and the search side's, so the model loads once per process."""
+    return _shared_embedder(settings.model, settings.embed_batch_size, resolve_backend(settings.embed_backend))

@@ -144,7 +144,7 @@ def run_eval(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from pgrecall.api.search import Searcher
-    from pgrecall.embedding import get_embedder
+    from pgrecall.embedding import embedder_for
     from pgrecall.worker.run import run_index
 
     say = progress or (lambda message: None)
@@ -162,7 +162,7 @@ def run_eval(
         "seconds": round(summary.seconds, 1),
         "chunks_per_s": round(summary.chunks_per_second, 1),
     }
-    embedder = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+    embedder = embedder_for(settings)
     result: dict[str, Any] = {
         "dataset": dataset.name,
         "split": split,

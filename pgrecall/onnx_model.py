@@ -33,6 +33,8 @@ OUTPUT = "last_hidden_state"
 # 0.989 per channel) for no speed gain on this CPU, so it stays off.
 QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "reduce_range": False}
 FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
+# The fp32 file is exported from the model folder; the int8 one is quantized from the fp32 one.
+QUANTIZED_FROM = {"onnx-int8": "onnx"}
 MANIFEST = "manifest.json"
 _CHECKSUMS = "checksums.json"
 
@@ -139,26 +141,26 @@ class OnnxCache:
                 return path
             for stale in self.folder.glob(".*.tmp"):  # left by a process that died mid-build
                 stale.unlink(missing_ok=True)
-            if backend == "onnx-int8":
-                self._build(self.ensure_locked("onnx"), "onnx-int8")
-            else:
-                self._build(None, "onnx")
+            self._build(backend)
         return path
 
-    def ensure_locked(self, backend: str) -> Path:
+    def _ensure_locked(self, backend: str) -> Path:
         if not self._valid(backend):
-            self._build(None, backend)
+            self._build(backend)
         return self.path(backend)
 
-    def _build(self, source: Path | None, backend: str) -> None:
+    def _build(self, backend: str) -> None:
+        """Build the file for backend, and first its source file if that is missing or damaged; the caller holds the lock."""
+        source = QUANTIZED_FROM.get(backend)
+        source_path = self._ensure_locked(source) if source else None
         target = self.path(backend)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         started = time.perf_counter()
         try:
-            if backend == "onnx":
+            if source_path is None:
                 export(self.model_dir, temporary)
             else:
-                quantize(source, temporary)
+                quantize(source_path, temporary)
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)

@@ -19,7 +19,7 @@ import pytest
 from psycopg import sql
 
 from pgrecall import database
-from pgrecall.embedding import get_embedder
+from pgrecall.embedding import embedder_for
 from pgrecall.migrate import migrate
 from pgrecall.settings import Settings, load_settings
 
@@ -100,7 +100,7 @@ def isolated_home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def embedder():
-    return get_embedder()
+    return embedder_for(load_settings())
 
 
 @pytest.fixture

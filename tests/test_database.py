@@ -51,8 +51,8 @@ def refuse(*args, **kwargs):
 socket.socket.connect = refuse
 socket.create_connection = refuse
 before = dict(os.environ)
-from pgrecall.embedding import Embedder
-vectors = Embedder().embed_batch(["offline"])
+from pgrecall.embedding import new_embedder
+vectors = new_embedder().embed_batch(["offline"])
 assert vectors.shape == (1, 384), vectors.shape
 added = {key for key in os.environ if key not in before}
 assert not {key for key in added if key.startswith(("HF_", "TRANSFORMERS_"))}, added  # torch adds its own

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import subprocess
 import sys
@@ -10,8 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.embedding import BACKENDS, Embedder, bundled_model_path, embedder_for, new_embedder
+from pgrecall.errors import ModelUnavailable
+from pgrecall.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
 from pgrecall.onnx_model import FILES
+from pgrecall.settings import load_settings
+from pgrecall.torch_embedder import TorchEmbedder
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
 
@@ -42,7 +48,7 @@ TEXTS = [*_note_paragraphs(), *SCIENTIFIC, LONG]
 
 
 def _embedder(backend: str, home: Path) -> Embedder:
-    return Embedder(backend=backend, home=home)
+    return new_embedder(backend=backend, home=home)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +61,7 @@ def home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def torch_embedder() -> Embedder:
-    return get_embedder(backend="torch")
+    return new_embedder(backend="torch")
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +87,7 @@ def test_onnx_vectors_match_torch_per_text(home, reference, backend, floor):
 
 def test_onnx_keeps_the_order_of_texts_of_mixed_lengths(home):
     """Texts are batched longest first; each vector must come back to its own row."""
-    embedder = Embedder(backend="onnx", home=home, batch_size=3)
+    embedder = new_embedder(backend="onnx", home=home, batch_size=3)
     together = embedder.embed_batch(TEXTS)
     alone = np.vstack([embedder.embed_batch([text]) for text in TEXTS])
     np.testing.assert_allclose(together, alone, atol=1e-4)
@@ -106,12 +112,39 @@ def test_space_names_model_weights_dimensions_and_backend(home):
     assert (home / "models" / "checksums.json").exists()
 
 
-def test_get_embedder_reads_the_backend_from_the_environment(monkeypatch):
-    monkeypatch.setenv("PGRECALL_EMBED_BACKEND", "torch")
-    assert get_embedder().backend == "torch"
-    assert get_embedder() is get_embedder(None, backend="torch")  # one instance per resolved backend
-    monkeypatch.delenv("PGRECALL_EMBED_BACKEND")
-    assert get_embedder().backend == "onnx-int8"  # the default
+@pytest.mark.parametrize(
+    ("backend", "cls"), [("torch", TorchEmbedder), ("onnx", OnnxEmbedder), ("onnx-int8", OnnxInt8Embedder)]
+)
+def test_each_backend_is_one_class_of_the_interface_with_the_space_label_of_before(backend, cls):
+    embedder = new_embedder(backend=backend)
+    assert type(embedder) is cls and isinstance(embedder, Embedder) and embedder.backend == backend
+    assert embedder.dimensions == 384 and embedder.batch_size == load_settings({}).embed_batch_size
+    # The label as it was built before the backends became classes: the stored documents carry it,
+    # and another label would send every existing index to be embedded again.
+    weights = hashlib.sha256((bundled_model_path() / "model.safetensors").read_bytes()).hexdigest()
+    assert embedder.space == f"all-MiniLM-L6-v2@sha256:{weights[:12]}/384/{backend}"
+    assert embedder.max_tokens == 256
+    assert embedder.count_tokens(["pgrecall embeds", ""]) == [7, 0]
+    assert embedder.word_pieces("pgrecall") == ["pg", "##re", "##cal", "##l"]
+    assert embedder.embed_batch([]).shape == (0, 384)
+
+
+def test_every_backend_name_has_its_class():
+    assert {new_embedder("/nowhere", backend=backend).backend for backend in BACKENDS} == set(BACKENDS)
+    with pytest.raises(ModelUnavailable, match=r"^unknown embedding backend 'cuda'; use torch, onnx, onnx-int8$"):
+        new_embedder(backend="cuda")
+
+
+def test_embedder_for_keeps_one_instance_per_model_batch_size_and_backend(tmp_path):
+    settings = load_settings({"PGRECALL_HOME": str(tmp_path / "a")})
+    shared = embedder_for(settings)
+    assert shared.backend == "onnx-int8"  # the default
+    assert embedder_for(load_settings({"PGRECALL_HOME": str(tmp_path / "b")})) is shared  # the home is not a key
+    torch = embedder_for(dataclasses.replace(settings, embed_backend="torch"))
+    assert torch.backend == "torch" and torch is embedder_for(load_settings({"PGRECALL_EMBED_BACKEND": "torch"}))
+    smaller = embedder_for(dataclasses.replace(settings, embed_batch_size=8))
+    assert smaller.batch_size == 8 and smaller is not shared
+    assert new_embedder() is not new_embedder()  # the explicit constructor shares nothing
 
 
 def _run(code: str, home: Path) -> subprocess.Popen:
@@ -122,7 +155,7 @@ def _run(code: str, home: Path) -> subprocess.Popen:
 
 def test_onnx_backend_does_not_import_torch(home):
     code = (
-        "import sys; from pgrecall.embedding import get_embedder; e = get_embedder(backend='onnx-int8'); "
+        "import sys; from pgrecall.embedding import new_embedder; e = new_embedder(backend='onnx-int8'); "
         "e.embed_batch(['x']); print(e.space); "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported torch'"
     )
@@ -133,8 +166,8 @@ def test_onnx_backend_does_not_import_torch(home):
 
 
 EMBED_AND_SAVE = (
-    "import sys, numpy; from pgrecall.embedding import get_embedder; "
-    "numpy.save(sys.argv[1], get_embedder(backend='onnx-int8').embed_batch({texts!r}))"
+    "import sys, numpy; from pgrecall.embedding import new_embedder; "
+    "numpy.save(sys.argv[1], new_embedder(backend='onnx-int8').embed_batch({texts!r}))"
 )
 
 

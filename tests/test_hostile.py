@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from pgrecall.database import open_async_pool as open_pool
-from pgrecall.embedding import get_embedder
+from pgrecall.embedding import embedder_for
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 from pgrecall.worker import adapters, scan
 from pgrecall.worker.batcher import EmbeddingBatcher
@@ -148,7 +148,7 @@ def _reconcile_once(settings, db_url, root):
         async with app.open_async():
             pool = await open_pool(db_url)
             try:
-                space = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).space
+                space = embedder_for(settings).space
                 return await reconcile(app, pool, root, chunking_signature(settings.chunk_tokens), space)
             finally:
                 await pool.close()

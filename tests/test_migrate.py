@@ -146,13 +146,13 @@ def test_an_older_queue_schema_is_upgraded_by_procrastinates_migrations(empty_db
         async with app.open_async():
             await tasks.enqueue(app, tasks.REMOVE_TASK, str(tmp_path), ["gone.md"])
             from pgrecall.database import open_async_pool as open_pool
-            from pgrecall.embedding import get_embedder
+            from pgrecall.embedding import embedder_for
             from pgrecall.settings import load_settings
             from pgrecall.worker.pipeline import Indexer
 
             pool = await open_pool(empty_db_url)
             settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home")})
-            indexer = Indexer(pool, get_embedder(), None, chunk_tokens=settings.chunk_tokens)
+            indexer = Indexer(pool, embedder_for(settings), None, chunk_tokens=settings.chunk_tokens)
             try:
                 await app.run_worker_async(
                     **tasks.worker_options(settings, indexer, wait=False), **tasks.heartbeat_options(settings)

@@ -5,7 +5,7 @@ import asyncio
 
 import numpy as np
 
-from pgrecall.embedding import get_embedder
+from pgrecall.embedding import embedder_for
 from pgrecall.settings import load_settings
 from tests.notes import write_notes
 
@@ -33,6 +33,6 @@ def test_chunks_grouped_by_length_for_the_model_are_stored_with_their_own_vector
     lengths = {len(text) for _, text, _ in stored}
     assert max(lengths) > 4 * min(lengths)  # the grouping had something to sort
     texts = [f"{heading}\n\n{text}" if heading else text for heading, text, _ in stored]
-    expected = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).embed_batch(texts)
+    expected = embedder_for(settings).embed_batch(texts)
     vectors = np.array([np.asarray(embedding.to_numpy(), dtype=np.float32) for _, _, embedding in stored])
     assert np.min(np.sum(vectors * expected, axis=1)) > 0.999  # each chunk's own vector, not a neighbour's

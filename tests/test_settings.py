@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.embedding import new_embedder
 from pgrecall.errors import ConfigurationError
 from pgrecall.settings import SETTINGS, Settings, load_settings
+from pgrecall.torch_embedder import TorchEmbedder
 
 INTEGERS = [s for s in SETTINGS if s.minimum is not None and not s.real]
 
@@ -160,5 +161,5 @@ def test_help_lists_every_variable_with_its_default():
 
 def test_the_embedder_takes_its_batch_size_default_from_the_table():
     default = load_settings({}).embed_batch_size
-    assert Embedder("/nowhere").batch_size == default  # the model itself loads lazily: nothing read here
-    assert get_embedder.__wrapped__().batch_size == default
+    assert new_embedder("/nowhere").batch_size == default  # the model itself loads lazily: nothing read here
+    assert TorchEmbedder("/nowhere").batch_size == default

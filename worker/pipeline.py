@@ -27,7 +27,7 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
-from pgrecall.embedding import Embedder, get_embedder
+from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings
 from pgrecall.worker import adapters, scan, store
@@ -111,7 +111,7 @@ class Indexer:
         cls, pool: AsyncConnectionPool, settings: Settings, on_outcome: Callable[[Outcome], None] | None = None
     ) -> Indexer:
         """The model (loaded on first use) behind one batcher shared by every job of this process."""
-        embedder = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+        embedder = embedder_for(settings)
         batcher = EmbeddingBatcher(
             embedder.embed_batch,
             max_texts=max(settings.embed_batch_size * 4, 64),

@@ -22,7 +22,7 @@ import psycopg
 import structlog
 
 from pgrecall import database, queries
-from pgrecall.embedding import get_embedder
+from pgrecall.embedding import embedder_for
 from pgrecall.errors import first_line, reason
 from pgrecall.roots import Root
 from pgrecall.sdnotify import Notifier
@@ -72,7 +72,7 @@ async def _recover_stalled_jobs(app: procrastinate.App, stalled_seconds: int) ->
 
 async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], settings: Settings) -> None:
     chunking = chunking_signature(settings.chunk_tokens)
-    space = get_embedder(settings.model, settings.embed_batch_size, settings.embed_backend).space
+    space = embedder_for(settings).space
     while True:
         for root in roots:
             await reconcile.reconcile(app, pool, root.path, chunking, space, max_file_bytes=settings.max_file_bytes)

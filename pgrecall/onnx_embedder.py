@@ -1,0 +1,96 @@
+"""The ONNX backends: the model's transformer run by onnxruntime, pooled and normalised here.
+
+Their files are exported from the model's own weights on first use (pgrecall.onnx_model);
+after that, embedding never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pgrecall.embedding import DIMENSIONS, LocalEmbedder, read_config
+from pgrecall.errors import ModelUnavailable
+
+
+class OnnxEmbedder(LocalEmbedder):
+    """onnxruntime on the fp32 export (model.onnx); sentence-transformers' mean pooling and normalisation."""
+
+    backend = "onnx"  # also names the file to run: pgrecall.onnx_model.FILES[backend]
+
+    def _load_model(self):
+        """An onnxruntime.InferenceSession on this backend's file, built first if missing or damaged."""
+        try:
+            import onnxruntime
+        except ImportError:
+            raise ModelUnavailable(f"the {self.backend} backend needs the onnxruntime package") from None
+        from pgrecall.onnx_model import OnnxCache
+
+        pooling = read_config(self.model_path / "1_Pooling" / "config.json")
+        if pooling and not pooling.get("pooling_mode_mean_tokens"):
+            raise ModelUnavailable(f"the {self.backend} backend supports mean pooling only ({self.model_path})")
+        cache = OnnxCache(self.model_path, self.cache_root, self.model_name, self.weights_sha256)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = _cpu_count()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only
+        # No busy-waiting between operators: on a few cores the spinning threads take the CPU
+        # that the worker's parsing, chunking and PostgreSQL need while the model runs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        path = cache.ensure(self.backend)
+        try:
+            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for a damaged file
+            path = cache.ensure(self.backend, rebuild=path.stat())
+            try:
+                session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            except Exception as error:  # noqa: BLE001
+                raise ModelUnavailable(f"cannot load {path}: {error}") from None
+        self._check_dimensions(session.get_outputs()[0].shape[-1])
+        return session
+
+    def _embed(self, session, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        lengths = np.array([len(encoding.ids) for encoding in encodings])
+        order = np.argsort(-lengths, kind="stable")  # longest first, as sentence-transformers: little padding
+        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = int(lengths[rows].max())
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            types = np.zeros_like(ids)
+            for row, index in enumerate(rows):
+                encoding = encodings[index]
+                size = len(encoding.ids)
+                ids[row, :size] = encoding.ids
+                mask[row, :size] = 1
+                types[row, :size] = encoding.type_ids
+            (hidden,) = session.run(
+                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            )
+            vectors[rows] = mean_pool_normalise(hidden, mask)
+        return vectors
+
+
+class OnnxInt8Embedder(OnnxEmbedder):
+    """onnxruntime on the dynamically quantized int8 export (model-int8.onnx): the default, fastest on a CPU."""
+
+    backend = "onnx-int8"
+
+
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' Pooling(mean) then Normalize: mean over real tokens, unit length."""
+    weights = mask[..., None].astype(np.float32)
+    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
+    pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (a container's share)
+    except AttributeError:
+        return os.cpu_count() or 1
