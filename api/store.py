@@ -1,7 +1,8 @@
 """The search side's reads of the index: a pool of read-only connections and the queries of one search.
 
-A query's rows come as one typed record, built by column name (each SELECT
-names exactly its fields: tests/test_rows.py).
+Rows leave this module as typed records built by column name (ChunkRow,
+VectorHit, KeywordHit, Document), each SELECT naming exactly its record's
+fields (tests/test_rows.py).
 """
 
 from __future__ import annotations

@@ -81,6 +81,19 @@ def test_a_typed_query_selects_exactly_its_records_fields(db_url, sql_text, reco
         assert [column.name for column in cursor.description] == _fields(record_type)
 
 
+@pytest.mark.parametrize(("name", "params"), [("document_by_id", {"id": 1}), ("document_by_path", {"path": "a.md"})])
+def test_a_documents_query_selects_its_fields_and_the_chunk_count(db_url, name, params):
+    with database.connect(db_url) as conn:
+        cursor = conn.execute(SEARCH[name], params)
+        selected = [column.name for column in cursor.description]
+        chunks = conn.execute(SEARCH["document_chunks"], {"id": 1}).description
+    fields = _fields(read_store.Document)
+    assert [column for column in selected if column != "chunk_count"] == [
+        field for field in fields if field != "chunks"
+    ]
+    assert [column.name for column in chunks] == ["ordinal", "heading", "text"]  # Document.chunks
+
+
 def test_every_arm_query_is_checked():
     assert {name for name, _ in read_store.Q} == {"vector_arm", "vector_arm_exact", "keyword_arm"}
 

@@ -1,9 +1,9 @@
 """Documents in the index, for the write path: their states as last indexed and the writes that change them.
 
-A query's rows come as one frozen dataclass, built by column name (each
-SELECT names exactly its fields: tests/test_rows.py). A document is replaced
-in one transaction: its old chunks (and their postings) out, the new ones in
-through binary COPY, the BM25 statistics moved by the difference, the
+Rows leave this module as frozen dataclasses built by column name, each
+SELECT naming exactly its record's fields (tests/test_rows.py). A document is
+replaced in one transaction: its old chunks (and their postings) out, the new
+ones in through binary COPY, the BM25 statistics moved by the difference, the
 document row updated. A crash anywhere rolls all of it back.
 """
 
