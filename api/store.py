@@ -1,4 +1,9 @@
-"""The search side's only contact with the database: read-only transactions."""
+"""The search side's reads of the index: a pool of read-only connections and the queries of one search.
+
+Rows leave this module as typed records built by column name (ChunkRow,
+VectorHit, KeywordHit, Document), each SELECT naming exactly its record's
+fields (tests/test_rows.py).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,12 @@ import dataclasses
 import datetime
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import class_row, dict_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -40,8 +46,26 @@ Q = {
 }
 
 
+# The arms' hits are named tuples rather than dataclasses: fusion, the evaluation and
+# the benchmarks take them as (chunk id, score) pairs.
+class VectorHit(NamedTuple):
+    """A chunk the vector arm found (queries vector_arm, vector_arm_exact)."""
+
+    chunk_id: int
+    similarity: float  # cosine similarity with the query vector
+
+
+class KeywordHit(NamedTuple):
+    """A chunk the keyword arm found (query keyword_arm)."""
+
+    chunk_id: int
+    score: float  # its document's BM25 score
+
+
 @dataclasses.dataclass(frozen=True)
 class ChunkRow:
+    """A hit's chunk with its document (query fetch_hits)."""
+
     chunk_id: int
     document_id: int
     source_root: str
@@ -144,20 +168,21 @@ class ReadSession:
 
     def embedding_spaces(self) -> list[str | None]:
         """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
-        return [row[0] for row in self.conn.execute(_RAW["embedding_spaces"]).fetchall()]
+        with self.conn.cursor(row_factory=scalar_row) as cursor:
+            return cursor.execute(_RAW["embedding_spaces"]).fetchall()
 
     def vector_arm(
         self, embedding: np.ndarray, limit: int, exact: bool = False, space: str | None = None
-    ) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) of the nearest chunks, nearest first; only chunks of
-        documents embedded in `space` where it is given (api.spaces)."""
+    ) -> list[VectorHit]:
+        """The nearest chunks, nearest first; only chunks of documents embedded in `space`
+        where it is given (api.spaces)."""
         name = "vector_arm_exact" if exact else "vector_arm"
         params = {**self.params, "embedding": embedding, "limit": limit, "embedding_space": space}
-        rows = self.conn.execute(Q[(name, self.filtered or space is not None)], params)
-        return [(row[0], float(row[1])) for row in rows.fetchall()]
+        with self.conn.cursor(row_factory=class_row(VectorHit)) as cursor:
+            return cursor.execute(Q[(name, self.filtered or space is not None)], params).fetchall()
 
-    def keyword_arm(self, query: str, limit: int, depth: int) -> list[tuple[int, float]]:
-        """(chunk id, its document's BM25 score) of the best documents' best chunks, best first."""
+    def keyword_arm(self, query: str, limit: int, depth: int) -> list[KeywordHit]:
+        """The best documents' best chunks, best first."""
         params = {
             **self.params,
             "query": query,
@@ -168,12 +193,14 @@ class ReadSession:
             "depth": depth,
             "limit": limit,
         }
-        rows = self.conn.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
-        return [(row[0], float(row[1])) for row in rows]
+        with self.conn.cursor(row_factory=class_row(KeywordHit)) as cursor:
+            return cursor.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
 
     def fetch(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
-        rows = self.conn.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()
-        return {row[0]: ChunkRow(*row) for row in rows}
+        """chunk id -> its row, for the ids found."""
+        with self.conn.cursor(row_factory=class_row(ChunkRow)) as cursor:
+            rows = cursor.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()
+        return {row.chunk_id: row for row in rows}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,14 +226,13 @@ class Document:
 
 def document(conn: psycopg.Connection, id_or_path: int | str) -> Document | None:
     """A document and its chunks, by id or by path."""
-    if isinstance(id_or_path, int):
-        cursor = conn.execute(_RAW["document_by_id"], {"id": id_or_path})
-    else:
-        cursor = conn.execute(_RAW["document_by_path"], {"path": id_or_path})
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    fields = dict(zip([column.name for column in cursor.description], row, strict=True))
-    del fields["chunk_count"]
-    chunks = conn.execute(_RAW["document_chunks"], {"id": fields["id"]}).fetchall()
-    return Document(**fields, chunks=[{"ordinal": o, "heading": h, "text": t} for o, h, t in chunks])
+    with conn.cursor(row_factory=dict_row) as cursor:
+        if isinstance(id_or_path, int):
+            fields = cursor.execute(_RAW["document_by_id"], {"id": id_or_path}).fetchone()
+        else:
+            fields = cursor.execute(_RAW["document_by_path"], {"path": id_or_path}).fetchone()
+        if fields is None:
+            return None
+        del fields["chunk_count"]
+        chunks = cursor.execute(_RAW["document_chunks"], {"id": fields["id"]}).fetchall()
+    return Document(**fields, chunks=chunks)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from pgrecall import kinds, queries
 from pgrecall.settings import Settings
@@ -25,24 +26,28 @@ Q = queries.load("status.sql")
 _KINDS = {"not_documents": list(kinds.NOT_DOCUMENTS), "skipped_kind": kinds.UNSUPPORTED}
 
 
-def _row(cursor: psycopg.Cursor) -> dict[str, Any]:
-    names = [column.name for column in cursor.description]
-    return dict(zip(names, cursor.fetchone(), strict=True))
+def _row(conn: psycopg.Connection, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one row of query `name`, by column name."""
+    with conn.cursor(row_factory=dict_row) as cursor:
+        row = cursor.execute(Q[name], params).fetchone()
+    assert row is not None  # aggregates without GROUP BY: one row, always
+    return row
 
 
-def _rows(cursor: psycopg.Cursor) -> list[dict[str, Any]]:
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+def _rows(conn: psycopg.Connection, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The rows of query `name`, by column name."""
+    with conn.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(Q[name], params).fetchall()
 
 
 def index_status(conn: psycopg.Connection) -> dict[str, Any]:
     """documents, chunks, failed, skipped, last_indexed_at."""
-    return _row(conn.execute(Q["index_status"], _KINDS))
+    return _row(conn, "index_status", _KINDS)
 
 
 def queue_status(conn: psycopg.Connection) -> dict[str, Any]:
     """Jobs waiting (todo), running (doing) and failed, and since when the oldest has waited."""
-    return _row(conn.execute(Q["queue_status"], {"queue": QUEUE}))
+    return _row(conn, "queue_status", {"queue": QUEUE})
 
 
 def stalled_job_count(conn: psycopg.Connection, stalled_seconds: float) -> int:
@@ -54,17 +59,17 @@ def roots(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every root watched or with documents: name (None for a folder only indexed), path, files indexed
     without error, last_indexed_at, and the watcher's watch_mode, watch_mode_since, watcher_seen_at,
     last_event_at (None where no watcher ever ran)."""
-    return _rows(conn.execute(Q["roots"]))
+    return _rows(conn, "roots")
 
 
 def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]]:
     """Files that could not be indexed: source_root, path, kind, error_stage, error."""
-    return _rows(conn.execute(Q["failures"], {"limit": limit}))
+    return _rows(conn, "failures", {"limit": limit})
 
 
 def health(conn: psycopg.Connection) -> dict[str, Any]:
     """last_indexed_at, queue_depth, documents; readable by the reader role."""
-    return _row(conn.execute(Q["health"], {"queue": QUEUE, **_KINDS}))
+    return _row(conn, "health", {"queue": QUEUE, **_KINDS})
 
 
 def memory_count(conn: psycopg.Connection, folder: Path) -> int:
@@ -125,4 +130,4 @@ def report(
 
 def embedding_spaces(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Per embedding space of the indexed vectors: space (None: not recorded), documents, chunks."""
-    return _rows(conn.execute(Q["embedding_spaces"]))
+    return _rows(conn, "embedding_spaces")

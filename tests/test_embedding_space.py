@@ -18,6 +18,7 @@ from pgrecall import status
 from pgrecall.errors import EmbeddingSpaceMismatch
 from pgrecall.worker.reconcile import plan
 from pgrecall.worker.run import run_reembed
+from pgrecall.worker.store import FileState
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
 from tests.test_cli import cli_env, pgrecall  # noqa: F401 (cli_env is a fixture)
 from tests.test_indexing import assert_statistics_consistent, rows
@@ -152,7 +153,10 @@ def test_index_and_the_reconciliation_count_another_space_as_a_change(index, db_
     assert set(spaces_of(db_url).values()) == {embedder.space}
 
     size_and_mtime = (10, "mtime")
-    indexed = {"a.md": (10, "mtime", "hash", "v1/256", False), "b.md": (10, "mtime", "hash", "v1/256", True)}
+    indexed = {
+        "a.md": FileState("a.md", 10, "mtime", "hash", "v1/256", other_space=False),
+        "b.md": FileState("b.md", 10, "mtime", "hash", "v1/256", other_space=True),
+    }
     changed, vanished = plan({"a.md": size_and_mtime, "b.md": size_and_mtime}, indexed, "v1/256")
     assert (changed, vanished) == (["b.md"], [])
 

@@ -63,9 +63,12 @@ class Outcome:
 
 @dataclasses.dataclass
 class _Attempt:
-    """Where a job is, for the failure record if something raises."""
+    """One job's file and where the job is, for the failure record if something raises."""
 
+    root: str
+    path: str
     kind: str  # the file's kind by its suffix, recorded with a failure before it is parsed
+    started: float  # time.perf_counter() when the job began
     stage: str = "read"
     info: store.FileInfo | None = None
 
@@ -184,46 +187,41 @@ class Indexer:
 
     async def index_file(self, root: str, path: str) -> Outcome:
         """Index what is at `path` now; never raises for a problem of the file itself."""
-        started = time.perf_counter()
-        attempt = _Attempt(kind=adapters.kind_of(path))
+        attempt = _Attempt(root=root, path=path, kind=adapters.kind_of(path), started=time.perf_counter())
         try:
-            return await self._index_file(root, path, attempt, started)
+            return await self._index_file(attempt)
         except PERMANENT_DATABASE_ERRORS as exc:
-            return await self._fail_unexpectedly(root, path, attempt, exc, started)
+            return await self._fail_unexpectedly(attempt, exc)
         except TRANSIENT_ERRORS:
             raise
         except Exception as exc:
-            return await self._fail_unexpectedly(root, path, attempt, exc, started)
+            return await self._fail_unexpectedly(attempt, exc)
 
-    async def _fail_unexpectedly(
-        self, root: str, path: str, attempt: _Attempt, exc: Exception, started: float
-    ) -> Outcome:
+    async def _fail_unexpectedly(self, attempt: _Attempt, exc: Exception) -> Outcome:
         error = describe(exc)
-        log.warning("file_error", root=root, path=path, stage=attempt.stage, error=error, exc_info=exc)
-        info = attempt.info
-        if info is not None and attempt.stage in _RETRIED_STAGES:
-            info = dataclasses.replace(info, content_hash=None)
-        return await self._fail(root, path, attempt.kind, attempt.stage, error, info, started)
+        log.warning("file_error", root=attempt.root, path=attempt.path, stage=attempt.stage, error=error, exc_info=exc)
+        if attempt.info is not None and attempt.stage in _RETRIED_STAGES:
+            attempt.info = dataclasses.replace(attempt.info, content_hash=None)
+        return await self._fail(attempt, error)
 
-    async def _index_file(self, root: str, path: str, attempt: _Attempt, started: float) -> Outcome:
+    async def _index_file(self, attempt: _Attempt) -> Outcome:
+        root, path = attempt.root, attempt.path
         entry = await asyncio.to_thread(scan.locate, Path(root), path)
         if entry is None:
             return await self.remove_path(root, path)
         size, mtime = entry.size_and_mtime
         attempt.info = store.FileInfo(size, mtime, None) if size is not None else None
         if entry.problem == scan.OUTSIDE_ROOT:
-            return await self._skip(root, path, entry.problem, attempt.info, started, forget_indexed=True)
+            return await self._skip(attempt, entry.problem, forget_indexed=True)
         if entry.problem is not None:  # a name that is not UTF-8, a link loop, no permission
-            return await self._fail(root, path, attempt.kind, "read", entry.problem, attempt.info, started)
+            return await self._fail(attempt, entry.problem)
 
         # Decided before reading: the type and the size.
         attempt.stage = "detect"
         if attempt.kind == kinds.UNSUPPORTED:
-            error = adapters.unsupported_reason(path)
-            return await self._skip(root, path, error, attempt.info, started)
+            return await self._skip(attempt, adapters.unsupported_reason(path))
         if size is not None and size > self.max_file_bytes:
-            error = _too_large(size, self.max_file_bytes)
-            return await self._skip(root, path, error, attempt.info, started)
+            return await self._skip(attempt, _too_large(size, self.max_file_bytes))
 
         attempt.stage = "read"
         assert entry.real_path is not None
@@ -232,53 +230,37 @@ class Indexer:
         except FileNotFoundError:
             return await self.remove_path(root, path)
         except OSError as exc:
-            error = f"cannot read: {exc.strerror or exc}"
-            return await self._fail(root, path, attempt.kind, "read", error, attempt.info, started)
+            return await self._fail(attempt, f"cannot read: {exc.strerror or exc}")
         attempt.info = store.FileInfo(status.st_size, mtime_of(status), None)
         if data is None:  # it grew past the limit since it was looked at
-            error = _too_large(status.st_size, self.max_file_bytes)
-            return await self._skip(root, path, error, attempt.info, started)
+            return await self._skip(attempt, _too_large(status.st_size, self.max_file_bytes))
 
         info = attempt.info = dataclasses.replace(attempt.info, content_hash=adapters.content_hash(data))
         async with self.pool.connection() as conn:
             state = await store.document_state(conn, root, path, self.embedding_space)
-            if (
-                state is not None
-                and state.content_hash == info.content_hash
-                and state.chunking == self.chunking
-                and not state.other_space
-            ):
+            if state is not None and state.is_current(info.content_hash, self.chunking):
                 await store.touch(conn, state.id, info)
-                return self._report(Outcome(root, path, "unchanged"), started)
+                return self._report(Outcome(root, path, "unchanged"), attempt.started)
 
         attempt.stage = "parse"
         try:
             parsed = await asyncio.to_thread(adapters.parse, path, data)
         except UnsupportedFile as exc:
-            return await self._skip(root, path, str(exc), info, started)
+            return await self._skip(attempt, str(exc))
         except ParseError as exc:
-            return await self._fail(root, path, attempt.kind, "parse", str(exc), info, started)
+            return await self._fail(attempt, str(exc))
         del data
 
         if parsed.container:
-            return await self._index_container(root, path, parsed, info, attempt, started)
-        chunk_count = await self._write(root, parsed.documents, info, None, attempt)
-        return self._report(
-            Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents)), started
-        )
+            return await self._index_container(attempt, parsed, info)
+        chunk_count = await self._write(attempt, parsed.documents, parent_id=None)
+        outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents))
+        return self._report(outcome, attempt.started)
 
-    async def _index_container(
-        self,
-        root: str,
-        path: str,
-        parsed: adapters.Parsed,
-        info: store.FileInfo,
-        attempt: _Attempt,
-        started: float,
-    ) -> Outcome:
+    async def _index_container(self, attempt: _Attempt, parsed: adapters.Parsed, info: store.FileInfo) -> Outcome:
         """A file of several documents (an export's conversations): a row for the file,
         one child row per document; only the children whose content changed are embedded again."""
-        title = Path(path).name
+        root, path = attempt.root, attempt.path
         children = parsed.documents
         attempt.stage = "store"
         async with self.pool.connection() as conn:
@@ -286,29 +268,27 @@ class Indexer:
             # must not make the next run believe the export is indexed.
             unhashed = dataclasses.replace(info, content_hash=None)
             parent_id = await store.record_container(
-                conn, root=root, path=path, kind=parsed.kind, title=title, info=unhashed, chunking=self.chunking
+                conn, root=root, path=path, kind=parsed.kind, info=unhashed, chunking=self.chunking
             )
-            existing = await store.child_hashes(conn, parent_id, self.embedding_space)
-        current = {c.path: (c.content_hash, None, self.chunking, False) for c in children}
-        changed = [c for c in children if existing.get(c.path) != current[c.path]]
-        chunk_count = await self._write(root, changed, info, parent_id, attempt)
+            existing = await store.child_states(conn, parent_id, self.embedding_space)
+        changed = [
+            child
+            for child in children
+            if (state := existing.get(child.path)) is None or not state.is_current(child.content_hash, self.chunking)
+        ]
+        chunk_count = await self._write(attempt, changed, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in children})
         attempt.stage = "store"
         async with self.pool.connection() as conn:
             await store.remove_children(conn, parent_id, vanished)
             await store.record_container(
-                conn, root=root, path=path, kind=parsed.kind, title=title, info=info, chunking=self.chunking
+                conn, root=root, path=path, kind=parsed.kind, info=info, chunking=self.chunking
             )
-        return self._report(Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed)), started)
+        outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed))
+        return self._report(outcome, attempt.started)
 
-    async def _write(
-        self,
-        root: str,
-        documents: list[ParsedDocument],
-        info: store.FileInfo | None,
-        parent_id: int | None,
-        attempt: _Attempt,
-    ) -> int:
+    async def _write(self, attempt: _Attempt, documents: list[ParsedDocument], *, parent_id: int | None) -> int:
+        """Chunk, embed and store `documents` of the attempt's file (the info it holds now)."""
         if not documents:
             return 0
         attempt.stage = "chunk"
@@ -323,11 +303,11 @@ class Indexer:
             for document, chunks in zip(documents, chunked, strict=True):
                 await store.write_document(
                     conn,
-                    root=root,
+                    root=attempt.root,
                     document=document,
                     chunks=chunks,
                     vectors=vectors[offset : offset + len(chunks)],
-                    info=info,
+                    info=attempt.info,
                     chunking=self.chunking,
                     embedding_space=self.embedding_space,
                     parent_id=parent_id,
@@ -339,44 +319,32 @@ class Indexer:
         max_tokens = token_budget(self.chunk_tokens, self.embedder.max_tokens)
         return [chunk_sections(d.sections, self.embedder.count_tokens, max_tokens=max_tokens) for d in documents]
 
-    async def _skip(
-        self,
-        root: str,
-        path: str,
-        reason: str,
-        info: store.FileInfo | None,
-        started: float,
-        *,
-        forget_indexed: bool = False,
-    ) -> Outcome:
+    async def _skip(self, attempt: _Attempt, reason: str, *, forget_indexed: bool = False) -> Outcome:
         """Recorded as skipped, not failed: a file that is not for the index (`status` counts these apart)."""
-        return await self._fail(
-            root, path, kinds.UNSUPPORTED, "detect", reason, info, started, "skipped", forget_indexed=forget_indexed
+        failure = store.Failure(
+            root=attempt.root,
+            path=attempt.path,
+            kind=kinds.UNSUPPORTED,
+            stage="detect",
+            error=reason,
+            info=attempt.info,
+            forget_indexed=forget_indexed,
         )
+        return await self._record(failure, attempt.started, status="skipped")
 
-    async def _fail(
-        self,
-        root: str,
-        path: str,
-        kind: str,
-        stage: str,
-        error: str,
-        info: store.FileInfo | None,
-        started: float,
-        status: str = "failed",
-        *,
-        forget_indexed: bool = False,
-    ) -> Outcome:
+    async def _fail(self, attempt: _Attempt, error: str) -> Outcome:
+        """Recorded as failed at the attempt's stage."""
+        failure = store.Failure(
+            root=attempt.root,
+            path=attempt.path,
+            kind=attempt.kind,
+            stage=attempt.stage,
+            error=error,
+            info=attempt.info,
+        )
+        return await self._record(failure, attempt.started, status="failed")
+
+    async def _record(self, failure: store.Failure, started: float, *, status: str) -> Outcome:
         async with self.pool.connection() as conn:
-            await store.record_failure(
-                conn,
-                root=root,
-                path=path,
-                kind=kind,
-                stage=stage,
-                error=error,
-                info=info,
-                chunking=self.chunking,
-                forget_indexed=forget_indexed,
-            )
-        return self._report(Outcome(root, path, status, error=error), started)
+            await store.record_failure(conn, failure, chunking=self.chunking)
+        return self._report(Outcome(failure.root, failure.path, status, error=failure.error), started)

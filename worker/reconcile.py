@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import time
 from pathlib import Path
 
@@ -36,20 +37,20 @@ class Reconciliation:
 
 
 def plan(
-    present: dict[str, tuple[int, object]],
-    indexed: dict[str, tuple[int | None, object, str | None, str | None, bool]],
+    present: dict[str, tuple[int | None, datetime.datetime | None]],
+    indexed: dict[str, store.FileState],
     chunking: str,
 ) -> tuple[list[str], list[str]]:
-    """(changed or new paths, vanished paths), from sizes and modification times alone;
-    a file chunked another way than `chunking`, or with vectors of another embedding
-    space (see store.file_states), counts as changed."""
-    changed = sorted(
-        path
-        for path, state in present.items()
-        if path not in indexed or indexed[path][:2] != state or indexed[path][3] != chunking or indexed[path][4]
-    )
+    """(changed or new paths, vanished paths), from `present` sizes and modification times
+    (scan.Entry.size_and_mtime) alone; a file chunked another way than `chunking`, or with
+    vectors of another embedding space, counts as changed (store.FileState.is_current)."""
+    changed = []
+    for path, (size_bytes, mtime) in present.items():
+        state = indexed.get(path)
+        if state is None or not state.is_current(size_bytes, mtime, chunking):
+            changed.append(path)
     vanished = sorted(path for path in indexed if path not in present)
-    return changed, vanished
+    return sorted(changed), vanished
 
 
 def _hash_file(entry: scan.Entry, max_file_bytes: int) -> str | None:
@@ -87,7 +88,7 @@ async def reconcile(
 
     moves: list[tuple[str, str]] = []
     new_paths = [path for path in changed if path not in indexed]
-    vanished_by_hash = {indexed[path][2]: path for path in vanished if indexed[path][2]}
+    vanished_by_hash = {indexed[path].content_hash: path for path in vanished if indexed[path].content_hash}
     if vanished_by_hash and new_paths:
         for path in new_paths:
             digest = await asyncio.to_thread(_hash_file, entries[path], max_file_bytes)

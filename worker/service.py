@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import signal
 
@@ -20,6 +21,7 @@ import procrastinate
 import procrastinate.worker
 import psycopg
 import structlog
+from psycopg.rows import class_row
 
 from pgrecall import database, queries
 from pgrecall.embedding import embedder_for
@@ -106,10 +108,20 @@ async def _worker(app: procrastinate.App, settings: Settings, pool, ready: async
         await indexer.close()
 
 
-def status_line(todo: int, doing: int, last_indexed: datetime.datetime | None, modes: dict[str, str]) -> str:
+@dataclasses.dataclass(frozen=True)
+class ServiceStatus:
+    """What STATUS= says (query service_status)."""
+
+    todo: int
+    doing: int
+    last_indexed_at: datetime.datetime | None
+
+
+def status_line(status: ServiceStatus, modes: dict[str, str]) -> str:
     """The one line `systemctl status` shows under the unit."""
+    last_indexed = status.last_indexed_at
     last = last_indexed.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if last_indexed else "never"
-    parts = [f"queue: {todo} waiting, {doing} running", f"last indexed: {last}"]
+    parts = [f"queue: {status.todo} waiting, {status.doing} running", f"last indexed: {last}"]
     if modes:
         polled = sum(1 for mode in modes.values() if mode == POLLING)
         parts.append(f"roots: {len(modes) - polled} by events, {polled} polled")
@@ -119,12 +131,13 @@ def status_line(todo: int, doing: int, last_indexed: datetime.datetime | None, m
 async def _status(pool, watcher: Watcher | None) -> str:
     modes = watcher.modes if watcher is not None else {}
     try:
-        async with pool.connection(timeout=2.0) as conn:
-            cursor = await conn.execute(Q["service_status"], {"queue": tasks.QUEUE})
-            todo, doing, last = await cursor.fetchone()
+        async with pool.connection(timeout=2.0) as conn, conn.cursor(row_factory=class_row(ServiceStatus)) as cursor:
+            await cursor.execute(Q["service_status"], {"queue": tasks.QUEUE})
+            row = await cursor.fetchone()
     except psycopg.Error as exc:
         return f"database unavailable: {first_line(exc)}"
-    return status_line(todo, doing, last, modes)
+    assert row is not None  # a SELECT without FROM: one row, always
+    return status_line(row, modes)
 
 
 async def _notify(

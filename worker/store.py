@@ -1,8 +1,10 @@
-"""The write path's only contact with the database.
+"""Documents in the index, for the write path: their states as last indexed and the writes that change them.
 
-A document is replaced in one transaction: its old chunks (and their postings)
-out, the new ones in through binary COPY, the BM25 statistics moved by the
-difference, the document row updated. A crash anywhere rolls all of it back.
+Rows leave this module as frozen dataclasses built by column name, each
+SELECT naming exactly its record's fields (tests/test_rows.py). A document is
+replaced in one transaction: its old chunks (and their postings) out, the new
+ones in through binary COPY, the BM25 statistics moved by the difference, the
+document row updated. A crash anywhere rolls all of it back.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
 from pgrecall import bm25, queries
@@ -33,6 +36,8 @@ class FileInfo:
 
 @dataclasses.dataclass(frozen=True)
 class DocumentState:
+    """A root's file as last indexed (query document_state)."""
+
     id: int
     kind: str
     content_hash: str | None
@@ -42,21 +47,61 @@ class DocumentState:
     chunking: str | None
     other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
 
+    def is_current(self, content_hash: str | None, chunking: str) -> bool:
+        """Indexed from this content, chunked by `chunking`, with vectors of the asked space only:
+        nothing to do. A failure recorded for this content counts as current too (not retried)."""
+        return self.content_hash == content_hash and self.chunking == chunking and not self.other_space
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildState:
+    """A conversation of an export as last indexed (query child_documents)."""
+
+    path: str
+    content_hash: str | None
+    error: str | None
+    chunking: str | None
+    other_space: bool  # it has vectors of another embedding space than the asked one
+
+    def is_current(self, content_hash: str | None, chunking: str) -> bool:
+        """Indexed without error from this content, chunked by `chunking`, in the asked space."""
+        return (
+            self.content_hash == content_hash
+            and self.error is None
+            and self.chunking == chunking
+            and not self.other_space
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FileState:
+    """A root's file as last indexed, by what the reconciliation compares (query file_states)."""
+
+    path: str
+    size_bytes: int | None
+    mtime: datetime.datetime | None
+    content_hash: str | None
+    chunking: str | None
+    other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
+
+    def is_current(self, size_bytes: int | None, mtime: datetime.datetime | None, chunking: str) -> bool:
+        """Of this size and modification time, chunked by `chunking`, in the asked space: no job needed."""
+        return (
+            self.size_bytes == size_bytes and self.mtime == mtime and self.chunking == chunking and not self.other_space
+        )
+
 
 async def document_state(conn: psycopg.AsyncConnection, root: str, path: str, space: str) -> DocumentState | None:
-    cursor = await conn.execute(Q["document_state"], {"root": root, "path": path, "space": space})
-    row = await cursor.fetchone()
-    return DocumentState(*row) if row else None
+    async with conn.cursor(row_factory=class_row(DocumentState)) as cursor:
+        await cursor.execute(Q["document_state"], {"root": root, "path": path, "space": space})
+        return await cursor.fetchone()
 
 
-async def child_hashes(
-    conn: psycopg.AsyncConnection, parent_id: int, space: str
-) -> dict[str, tuple[str | None, str | None, str | None, bool]]:
-    """path -> (content hash, error, chunking, vectors of another space than `space`) of an export's conversations."""
-    cursor = await conn.execute(Q["child_documents"], {"parent_id": parent_id, "space": space})
-    return {
-        path: (digest, error, chunking, other) for path, _id, digest, error, chunking, other in await cursor.fetchall()
-    }
+async def child_states(conn: psycopg.AsyncConnection, parent_id: int, space: str) -> dict[str, ChildState]:
+    """path -> state of an export's conversations; other_space against `space`."""
+    async with conn.cursor(row_factory=class_row(ChildState)) as cursor:
+        await cursor.execute(Q["child_documents"], {"parent_id": parent_id, "space": space})
+        return {state.path: state for state in await cursor.fetchall()}
 
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
@@ -191,44 +236,49 @@ async def _upsert(
 
 
 async def record_container(
-    conn: psycopg.AsyncConnection, *, root: str, path: str, kind: str, title: str, info: FileInfo, chunking: str
+    conn: psycopg.AsyncConnection, *, root: str, path: str, kind: str, info: FileInfo, chunking: str
 ) -> int:
-    """The row of a file that holds other documents (a Claude export)."""
+    """The row of a file that holds other documents (a Claude export), titled by its file name."""
+    title = path.rsplit("/", 1)[-1]
     container = ParsedDocument(path=path, kind=kind, title=title, content_hash=info.content_hash or "", sections=[])
     async with conn.transaction():
         return await _upsert(conn, root, container, 0, info, None, chunking, None)
 
 
-async def record_failure(
-    conn: psycopg.AsyncConnection,
-    *,
-    root: str,
-    path: str,
-    kind: str,
-    stage: str,
-    error: str,
-    info: FileInfo | None,
-    chunking: str,
-    forget_indexed: bool = False,
-) -> None:
-    """Record why the file at `path` is not indexed. Chunks of an earlier, good
-    version stay searchable, unless `forget_indexed` (a file that must not be
-    in the index at all, such as a link leading out of the root)."""
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why the file at `path` is not indexed, as record_failure stores it."""
+
+    root: str
+    path: str
+    kind: str
+    stage: str
+    error: str
+    info: FileInfo | None
+    # A file that must not be in the index at all (a link leading out of the root):
+    # chunks of an earlier version go too.
+    forget_indexed: bool = False
+
+
+async def record_failure(conn: psycopg.AsyncConnection, failure: Failure, *, chunking: str) -> None:
+    """Record why a file is not indexed. Chunks of an earlier, good version stay
+    searchable, unless `failure.forget_indexed`."""
+    info = failure.info
     params = {
-        "root": root,
-        "path": path,
-        "kind": kind,
+        "root": failure.root,
+        "path": failure.path,
+        "kind": failure.kind,
         "content_hash": info.content_hash if info else None,
         "size_bytes": info.size_bytes if info else None,
         "mtime": info.mtime if info else None,
-        "title": path.rsplit("/", 1)[-1],
-        "error": error,
-        "error_stage": stage,
+        "title": failure.path.rsplit("/", 1)[-1],
+        "error": failure.error,
+        "error_stage": failure.stage,
         "chunking": chunking,
     }
     async with conn.transaction():
-        if forget_indexed:
-            await remove(conn, root=root, path=path, exact=True)
+        if failure.forget_indexed:
+            await remove(conn, root=failure.root, path=failure.path, exact=True)
         await conn.execute(Q["record_failure"], params)
 
 
@@ -259,25 +309,26 @@ async def _delete(conn: psycopg.AsyncConnection, ids: list[int]) -> int:
 
 
 async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
-    cursor = await conn.execute(Q["indexed_paths"], {"root": root})
-    return [row[0] for row in await cursor.fetchall()]
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["indexed_paths"], {"root": root})
+        return await cursor.fetchall()
 
 
-async def file_states(
-    conn: psycopg.AsyncConnection, root: str, space: str
-) -> dict[str, tuple[int | None, datetime.datetime | None, str | None, str | None, bool]]:
-    """path -> (size, mtime, content hash, chunking, vectors of another space than `space`)
-    of the root's files as last indexed."""
-    cursor = await conn.execute(Q["file_states"], {"root": root, "space": space})
-    return {path: tuple(state) for path, *state in await cursor.fetchall()}
+async def file_states(conn: psycopg.AsyncConnection, root: str, space: str) -> dict[str, FileState]:
+    """path -> state of the root's files as last indexed; other_space against `space`."""
+    async with conn.cursor(row_factory=class_row(FileState)) as cursor:
+        await cursor.execute(Q["file_states"], {"root": root, "space": space})
+        return {state.path: state for state in await cursor.fetchall()}
 
 
 async def files_of_other_space(conn: psycopg.AsyncConnection, space: str) -> dict[str, list[str]]:
     """root -> paths of its files with vectors of another embedding space than `space`."""
-    cursor = await conn.execute(Q["indexed_roots"])
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["indexed_roots"])
+        roots = await cursor.fetchall()
     files: dict[str, list[str]] = {}
-    for (root,) in await cursor.fetchall():
-        stale = sorted(path for path, state in (await file_states(conn, root, space)).items() if state[4])
+    for root in roots:
+        stale = sorted(path for path, state in (await file_states(conn, root, space)).items() if state.other_space)
         if stale:
             files[root] = stale
     return files

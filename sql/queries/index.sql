@@ -13,7 +13,8 @@ FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.path = %(path)s AND d.parent_id IS NULL
 
 -- child_documents --
-SELECT path, id, content_hash, error, chunking, chunk_count > 0 AND embedding_space IS DISTINCT FROM %(space)s
+SELECT path, content_hash, error, chunking,
+       chunk_count > 0 AND embedding_space IS DISTINCT FROM %(space)s AS other_space
 FROM pgrecall.documents
 WHERE parent_id = %(parent_id)s
 

@@ -28,11 +28,11 @@ WITH nearest AS MATERIALIZED (
     ORDER BY c.embedding <=> %(embedding)s
     LIMIT %(limit)s
 )
-SELECT id, 1 - distance AS similarity FROM nearest ORDER BY distance, id
+SELECT id AS chunk_id, 1 - distance AS similarity FROM nearest ORDER BY distance, id
 
 -- vector_arm_exact --
 -- The same ranking without the approximate index: the yardstick for its recall.
-SELECT c.id, 1 - (c.embedding <=> %(embedding)s) AS similarity
+SELECT c.id AS chunk_id, 1 - (c.embedding <=> %(embedding)s) AS similarity
 FROM pgrecall.chunks c
 {filter_joins}
 WHERE {document_filter}
@@ -148,7 +148,8 @@ UNION ALL
 SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0 AND embedding_space IS NULL)
 
 -- fetch_hits --
-SELECT c.id, d.id, d.source_root, d.path, d.kind, d.title, c.heading, c.text, d.metadata, d.mtime
+SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
+       d.metadata, d.mtime
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)

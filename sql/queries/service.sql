@@ -13,6 +13,6 @@ WHERE path = %(path)s
 
 -- service_status --
 SELECT
-    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'todo')::bigint,
-    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'doing')::bigint,
-    (SELECT max(indexed_at) FROM pgrecall.documents)
+    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'todo')::bigint AS todo,
+    (SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'doing')::bigint AS doing,
+    (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at
