@@ -1,5 +1,5 @@
--- Queries of the read-only search side (pgrecall.api.store). {placeholders} are
--- filled once, at load, with the fixed snippets below; values are parameters.
+-- Queries of the read-only search side (pgrecall.api.store, pgrecall.api.reader): reads only.
+-- {placeholders} are filled once, at load, with the fixed snippets below; values are parameters.
 
 -- filter_joins --
 JOIN pgrecall.chunks fc ON fc.id = {chunk_id}
@@ -189,16 +189,5 @@ SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s OR
 SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- reader_password --
+-- pgrecall.api.reader: the reader's password, as pgrecall migrate stored it (pgrecall.reader_login).
 SELECT password FROM pgrecall.reader_login
-
--- lock_reader_password --
--- One process at a time sets the password; the others then read what it set.
-SELECT pg_advisory_xact_lock(hashtext('pgrecall_reader_password'))
-
--- set_reader_password --
--- {verifier} is a psycopg.sql.Literal: ALTER ROLE takes no parameters.
-ALTER ROLE pgrecall_reader PASSWORD {verifier}
-
--- save_reader_password --
-INSERT INTO pgrecall.reader_login (id, password) VALUES (true, %(password)s)
-ON CONFLICT (id) DO UPDATE SET password = EXCLUDED.password, set_at = now()
