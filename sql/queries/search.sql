@@ -166,7 +166,10 @@ SELECT to_regclass('pgrecall.documents') IS NOT NULL AND to_regclass('pgrecall.c
 SELECT pg_advisory_lock_shared(%(key)s), pg_advisory_unlock_shared(%(key)s)
 
 -- reader_role_available --
-SELECT pg_has_role(current_user, 'pgrecall_reader', 'MEMBER')
+-- May this login SET ROLE pgrecall_reader? Since PostgreSQL 16 a member may lack the SET option (0015).
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN pg_has_role(current_user, 'pgrecall_reader', 'SET')
+            ELSE pg_has_role(current_user, 'pgrecall_reader', 'MEMBER') END
 FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- document_by_id --
