@@ -6,10 +6,10 @@ pgrecall_reader (a LOGIN role since migration 0008), a connection has no more
 rights to return to: it reads the index and nothing else.
 
 The embedded server trusts its local socket, so the reader logs in without a
-password. An external server may ask for one: the migrating side sets it and
-keeps it in pgrecall.reader_login (pgrecall.reader_login, run by `migrate`,
-`index`, `serve`); this module only reads it there, in a read-only transaction,
-and never sets or renews one. Where the reader cannot log in (no reader role,
+password. An external server may ask for one: the migrating side (the module
+pgrecall.reader_login, run by `migrate`, `index`, `serve`) sets it and keeps it
+in the table pgrecall.reader_login; this module only reads it there, in a
+read-only transaction, and never sets or renews one. Where the reader cannot log in (no reader role,
 none that may log in, no stored password the server takes), searches keep
 SET ROLE and read-only transactions, and one warning event says why.
 """
