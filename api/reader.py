@@ -1,4 +1,4 @@
-"""The search side's login: the reader role itself, where the server allows it.
+"""The search side's login: the reader role itself, with the login the migrating side stored.
 
 A connection that logs in as the migrating user and only runs SET ROLE can take
 its rights back (RESET ROLE, SET SESSION AUTHORIZATION). Logged in as
@@ -6,29 +6,24 @@ pgrecall_reader (a LOGIN role since migration 0008), a connection has no more
 rights to return to: it reads the index and nothing else.
 
 The embedded server trusts its local socket, so the reader logs in without a
-password. An external server may ask for one: the first search process that
-finds the reader locked out sets a random password (sent as a SCRAM verifier,
-so it never appears in the server's logs) and keeps it in pgrecall.reader_login,
-which only the migrating user can read; every later search process, on any
-machine, reads it there. Where none of this is possible (no reader role, no
-right to change it, a server that refuses the reader), searches keep SET ROLE
-and read-only transactions, and one warning event says why.
+password. An external server may ask for one: the migrating side (the module
+pgrecall.reader_login, run by `migrate`, `index`, `serve`) sets it and keeps it
+in the table pgrecall.reader_login; this module only reads it there, in a
+read-only transaction, and never sets or renews one. Where the reader cannot log in (no reader role,
+none that may log in, no stored password the server takes), searches keep
+SET ROLE and read-only transactions, and one warning event says why.
 """
 
 from __future__ import annotations
 
-import secrets
-
 import psycopg
 import structlog
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
-from pgrecall import database, queries
+from pgrecall import database, queries, reader_role
 from pgrecall.errors import first_line
+from pgrecall.reader_role import READER
 from pgrecall.settings import Settings
-
-READER = "pgrecall_reader"
 
 _Q = queries.load("search.sql")
 log = structlog.get_logger(__name__)
@@ -54,8 +49,9 @@ def search_login(settings: Settings, url: str) -> str:
 
 
 def reader_url(url: str) -> str:
-    """A URL that logs in to `url`'s database as pgrecall_reader; NoReaderLogin where there is none."""
-    with database.connect(url, autocommit=True) as conn:
+    """A URL that logs in to `url`'s database as pgrecall_reader with the stored login; NoReaderLogin where
+    there is none. Reads only."""
+    with database.connect(url, read_only=True) as conn:
         if conn.info.user == READER:
             return url
         row = conn.execute(_Q["reader_can_log_in"]).fetchone()
@@ -64,53 +60,18 @@ def reader_url(url: str) -> str:
         if not row[0]:
             raise NoReaderLogin(f"{READER} may not log in (the migrating user may not change roles)")
         stored = _stored_password(conn)
-        try:
-            return _login(url, stored)  # a server that trusts the reader needs no password
-        except psycopg.OperationalError:
-            pass  # no password yet, or one the server no longer takes
-        password = _renew_password(conn, stale=stored)
-        try:
-            return _login(url, password)
-        except psycopg.OperationalError as exc:
-            raise NoReaderLogin(f"the server refuses {READER}: {first_line(exc)}") from exc
+    try:
+        return reader_role.login(conninfo_to_dict(url), stored)  # a server that trusts the reader needs none
+    except psycopg.OperationalError as exc:
+        which = "without a password" if stored is None else "with the stored password"
+        raise NoReaderLogin(
+            f"the server refuses {READER} {which} ({first_line(exc)}): run pgrecall migrate to set a new one"
+        ) from exc
 
 
 def _stored_password(conn: psycopg.Connection) -> str | None:
     try:
-        with conn.transaction():
-            row = conn.execute(_Q["reader_password"]).fetchone()
+        row = conn.execute(_Q["reader_password"]).fetchone()
     except (psycopg.errors.UndefinedTable, psycopg.errors.InsufficientPrivilege):
-        return None  # a schema before 0008, or a table of another user's: _renew_password says so
+        return None  # a schema before 0008, or a table of another user's: the login is tried without
     return row[0] if row else None
-
-
-def _renew_password(conn: psycopg.Connection, stale: str | None) -> str:
-    """Set a new random password, unless another process has just done so; return the one in force."""
-    try:
-        with conn.transaction():
-            conn.execute(_Q["lock_reader_password"])
-            row = conn.execute(_Q["reader_password"]).fetchone()
-            if row and row[0] != stale:
-                return row[0]
-            password = secrets.token_urlsafe(32)
-            verifier = conn.pgconn.encrypt_password(password.encode(), READER.encode()).decode()
-            conn.execute(sql.SQL(_Q["set_reader_password"]).format(verifier=sql.Literal(verifier)))
-            conn.execute(_Q["save_reader_password"], {"password": password})
-    except (psycopg.errors.UndefinedTable, psycopg.errors.InsufficientPrivilege) as exc:
-        raise NoReaderLogin(f"cannot set a password for {READER}: {first_line(exc)}") from exc
-    log.info("reader_password_set", role=READER)
-    return password
-
-
-def _login(url: str, password: str | None) -> str:
-    """The reader's URL, once a connection with it has succeeded; OperationalError otherwise."""
-    params = conninfo_to_dict(url)
-    params.pop("password", None)  # the migrating user's
-    params["user"] = READER
-    if password is not None:
-        params["password"] = password
-    params.setdefault("connect_timeout", str(database.CONNECT_TIMEOUT_S))
-    candidate = make_conninfo(**params)
-    with psycopg.connect(candidate) as conn:
-        conn.execute("SELECT 1")
-    return candidate

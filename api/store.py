@@ -118,7 +118,7 @@ MIGRATION_WAIT_S = 60.0
 def check_index(url: str, wait_s: float = INDEX_WAIT_S) -> None:
     """require_index on a connection of its own, read-only (the index's database, before the reader
     logs in). A migration under way is waited for; an index still missing after `wait_s` is IndexNotSetUp."""
-    from pgrecall.migrate import MIGRATION_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
+    from pgrecall.locks import MIGRATION_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
 
     deadline = time.monotonic() + wait_s
     with database.connect(url, read_only=True, autocommit=True) as conn:

@@ -105,7 +105,7 @@ def eval_database_url(settings: Settings, dataset: Dataset, fresh: bool) -> str:
     name = f"pgrecall_eval_{_safe_name(dataset.name).lower()}"[:63]
     eval_url = database.ensure_database(url, name, fresh=fresh)
     with database.connect(eval_url) as conn:
-        migrate(conn)
+        migrate(conn, provision_reader=False)  # the index keeps the reader role's password
     return eval_url
 
 

@@ -8,6 +8,10 @@ The queue's schema is Procrastinate's: a new database gets its full schema,
 and each of its migration files (`procrastinate/sql/migrations/`) is recorded
 as applied; after an upgrade of the package, the files that are new are
 applied in order, so the queue's functions always match the code calling them.
+
+Then the search side's login is provisioned (pgrecall.reader_login): the
+migrating side, not a search, sets the reader's password where the server asks
+for one.
 """
 
 from __future__ import annotations
@@ -21,12 +25,11 @@ import psycopg
 import structlog
 from psycopg import sql
 
-from pgrecall import database
+from pgrecall import database, reader_login
 from pgrecall.errors import MigrationError
+from pgrecall.locks import MIGRATION_LOCK_KEY
 from pgrecall.settings import Settings
 
-# Serialises concurrent migrators of one database (several workers starting at once).
-MIGRATION_LOCK_KEY = 0x70677263  # "pgrc"
 PROCRASTINATE_MIGRATION = "procrastinate-schema"
 QUEUE_PREFIX = "procrastinate/"
 # Databases migrated before the queue's files were recorded one by one hold only
@@ -81,7 +84,8 @@ def queue_migration_version(migration: Migration) -> tuple[int, ...]:
 
 
 def migrated_url(settings: Settings) -> str:
-    """The index's database (the embedded server started if needed), migrated: what every command that writes uses."""
+    """The index's database (the embedded server started if needed), migrated and the reader's login
+    provisioned: what every command that writes uses."""
     url = database.database_url(settings)
     with database.connect(url) as conn:
         migrate(conn)
@@ -109,8 +113,12 @@ def migrate(
     conn: psycopg.Connection,
     migrations: list[Migration] | None = None,
     queue: list[Migration] | None = None,
+    *,
+    provision_reader: bool = True,
 ) -> list[str]:
-    """Apply what is missing; return the names applied. Runs in one transaction."""
+    """Apply what is missing, in one transaction; return the names applied. Then, with `provision_reader`,
+    provision the search side's login (pgrecall.reader_login): a scratch database (an eval's)
+    passes False, so that it does not take the server-wide reader role's password from the index."""
     migrations = bundled_migrations() if migrations is None else migrations
     for attempt in range(1, _RETRIES_ON_CONCURRENT_ROLE + 1):
         try:
@@ -126,6 +134,8 @@ def migrate(
         for name in applied_now:
             log.info("migration_applied", migration=name)
         _vacuum_rebuilt_tables(conn, migrations, applied_now)
+        if provision_reader:
+            reader_login.provision(conn)
         return applied_now
     raise AssertionError("unreachable")
 

@@ -6,6 +6,8 @@ superuser) hands pgrecall what a remote deployment gets: a login role that is
 not superuser (with CREATEROLE, so it can manage the reader role), a database
 it owns, and the vector extension created in it. Every command runs as a real
 process with PGRECALL_HOME a fresh folder, so an embedded server would show.
+The reader's password is set by the migrating commands (`index`, `migrate`);
+search processes only read it.
 """
 
 from __future__ import annotations
@@ -58,11 +60,16 @@ def home(tmp_path):
 
 
 def run(env: dict[str, str], *args: str) -> str:
+    return run_logged(env, *args)[0]
+
+
+def run_logged(env: dict[str, str], *args: str) -> tuple[str, str]:
+    """(stdout, stderr: the process's JSON log lines)."""
     done = subprocess.run(
         [sys.executable, "-m", "pgrecall.cli", *args], env=env, capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return done.stdout, done.stderr
 
 
 def search(env: dict[str, str], query_text: str, *options: str) -> list[str]:
@@ -102,13 +109,14 @@ def test_index_search_and_status(server, url, indexed, home):
 
     env = service_env(url, home)
 
-    logins = server.logins(READER)
+    logins, login = server.logins(READER), reader_login(server, url)
     assert search(env, "E-4711", "--mode", "keyword", "-k", "1") == ["incidents/e4711.md"]
     assert search(env, "E-4712", "-k", "1") == ["incidents/e4712.md"]  # hybrid, the default
     assert search(env, "which bed makes tomatoes ripen sooner", "--mode", "vector", "-k", "1") == ["notes/garden.md"]
-    # Each search process logged in as the reader role, with its own password, over TCP.
+    # Each search process logged in as the reader role, over TCP, with the password `index` set and stored.
     assert server.logins(READER) >= logins + 3
-    (stored,) = query(url, "SELECT password FROM pgrecall.reader_login")[0]
+    assert reader_login(server, url) == login  # the searches changed neither the stored login nor the role
+    ((stored, _set_at),), _verifier = login
     with psycopg.connect(make_conninfo(url, user=READER, password=stored)) as conn:
         assert conn.execute("SELECT session_user").fetchone() == (READER,)
         conn.rollback()
@@ -120,6 +128,41 @@ def test_index_search_and_status(server, url, indexed, home):
     assert status["database"] == "external", status
     assert [r["indexed"] for r in status["roots"] if r["path"] == str(root)] == [len(NOTES)], status
     assert (status["queue"]["todo"], status["queue"]["failed"], status["failed"]) == (0, 0, 0), status
+
+
+def reader_login(server: ExternalServer, url: str) -> tuple:
+    """The stored login and the role's password verifier (read as the DBA: pg_authid is the superuser's)."""
+    return (
+        tuple(query(url, "SELECT password, set_at FROM pgrecall.reader_login")),
+        query(server.admin_url(), "SELECT rolpassword FROM pg_authid WHERE rolname = %s", (READER,)),
+    )
+
+
+def test_a_refused_password_falls_back_until_pgrecall_migrate_renews_it(server, url, indexed, home):
+    """A password changed behind pgrecall's back (an administrator, another database): searches cannot renew it,
+    they fall back and say what to run; `pgrecall migrate` sets a new one, which the next search logs in with."""
+    env = service_env(url, home)
+    server.admin("ALTER ROLE pgrecall_reader PASSWORD 'changed-behind-its-back'")
+    login = reader_login(server, url)
+    out, err = run_logged(env, "search", "E-4711", "-k", "1", "--json")
+    assert [hit["path"] for hit in json.loads(out)] == ["incidents/e4711.md"]
+    (fallback,) = [event for event in _events(err) if event["event"] == "search_login_fallback"]
+    assert "with the stored password" in fallback["reason"] and "run pgrecall migrate" in fallback["reason"]
+    assert reader_login(server, url) == login
+    # The fallback took the reader role: the login that created it may SET ROLE to it (0015).
+    assert query(url, "SELECT pg_has_role(current_user, 'pgrecall_reader', 'SET')") == [(True,)]
+
+    assert "reader_password_set" in [event["event"] for event in _events(run_logged(env, "-v", "migrate")[1])]
+    assert reader_login(server, url) != login
+    logins = server.logins(READER)
+    out, err = run_logged(env, "search", "E-4711", "-k", "1", "--json")
+    assert [hit["path"] for hit in json.loads(out)] == ["incidents/e4711.md"]
+    assert "search_login_fallback" not in [event["event"] for event in _events(err)]
+    assert server.logins(READER) > logins
+
+
+def _events(stderr: str) -> list[dict]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
 
 
 def test_serve_indexes_a_new_note_and_drops_a_deleted_one(url, home, tmp_path):
@@ -202,7 +245,10 @@ def test_a_login_without_createrole_searches_through_set_role(server, url, index
     server.admin("GRANT pgrecall_reader TO plain")  # without it, migration 0003 fails: see the report
     root = write_notes(tmp_path / "plain-notes", ERROR_CODE_NOTES)
     env = service_env(other, tmp_path / "home")
-    assert json.loads(run(env, "index", str(root), "--json"))["indexed"] == len(ERROR_CODE_NOTES)
+    out, err = run_logged(env, "index", str(root), "--json")
+    assert json.loads(out)["indexed"] == len(ERROR_CODE_NOTES)
+    # The migration stands; it could not give the shared role a password this database stores.
+    assert "reader_login_not_provisioned" in [event["event"] for event in _events(err)]
     done = subprocess.run(
         [sys.executable, "-m", "pgrecall.cli", "search", "E-4711", "-k", "1", "--json"],
         env=env,
@@ -236,4 +282,5 @@ def test_a_second_pgrecall_database_keeps_the_first_ones_reader_login(server, ur
         psycopg.connect(reader.search_login(settings, second)).close()
         psycopg.connect(first_reader).close()  # a long-running `pgrecall api` on the first reconnects with it
     finally:
-        reader.search_login(settings, url)  # the first database's searches log in again
+        with database.connect(url) as conn:
+            migrate(conn)  # the first database's searches log in again

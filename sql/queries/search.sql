@@ -1,5 +1,5 @@
--- Queries of the read-only search side (pgrecall.api.store). {placeholders} are
--- filled once, at load, with the fixed snippets below; values are parameters.
+-- Queries of the read-only search side (pgrecall.api.store, pgrecall.api.reader): reads only.
+-- {placeholders} are filled once, at load, with the fixed snippets below; values are parameters.
 
 -- filter_joins --
 JOIN pgrecall.chunks fc ON fc.id = {chunk_id}
@@ -167,7 +167,10 @@ SELECT to_regclass('pgrecall.documents') IS NOT NULL AND to_regclass('pgrecall.c
 SELECT pg_advisory_lock_shared(%(key)s), pg_advisory_unlock_shared(%(key)s)
 
 -- reader_role_available --
-SELECT pg_has_role(current_user, 'pgrecall_reader', 'MEMBER')
+-- May this login SET ROLE pgrecall_reader? Since PostgreSQL 16 a member may lack the SET option (0015).
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN pg_has_role(current_user, 'pgrecall_reader', 'SET')
+            ELSE pg_has_role(current_user, 'pgrecall_reader', 'MEMBER') END
 FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- document_by_id --
@@ -190,16 +193,5 @@ SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s OR
 SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- reader_password --
+-- pgrecall.api.reader: the reader's password, as pgrecall migrate stored it (pgrecall.reader_login).
 SELECT password FROM pgrecall.reader_login
-
--- lock_reader_password --
--- One process at a time sets the password; the others then read what it set.
-SELECT pg_advisory_xact_lock(hashtext('pgrecall_reader_password'))
-
--- set_reader_password --
--- {verifier} is a psycopg.sql.Literal: ALTER ROLE takes no parameters.
-ALTER ROLE pgrecall_reader PASSWORD {verifier}
-
--- save_reader_password --
-INSERT INTO pgrecall.reader_login (id, password) VALUES (true, %(password)s)
-ON CONFLICT (id) DO UPDATE SET password = EXCLUDED.password, set_at = now()
