@@ -16,6 +16,7 @@ import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
 import psycopg
 import structlog
 
