@@ -1,20 +1,18 @@
-"""The read-only search side, and the memory write path for Python callers.
+"""The read-only search side: search, get_document, Searcher, and list_memories (it reads the memory folder).
 
-Importing it loads neither the worker nor the queue: remember() and the other
-memory functions import the write path on their first call (pgrecall.api.memories).
+Importing it loads neither the worker nor the queue, and nothing here writes a
+file or a row. The memory writes (remember, update_memory, forget) are
+pgrecall.memories.
 """
 
-from pgrecall.api.memories import forget, list_memories, remember, update_memory
 from pgrecall.api.search import Document, Hit, Searcher, get_document, search
+from pgrecall.memory_notes import list_memories
 
 __all__ = [
     "Document",
     "Hit",
     "Searcher",
-    "forget",
     "get_document",
     "list_memories",
-    "remember",
     "search",
-    "update_memory",
 ]

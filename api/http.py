@@ -8,8 +8,12 @@ Requests and hits are those of pgrecall.contract: the pydantic models here
 are generated from it (a field added there appears here), and every value is
 validated by the contract's functions, so the CLI, MCP and Python answer the
 same input with the same message. Memory writes (POST, PATCH, DELETE /memories)
-go through a memory client that the caller passes in (this module never imports
-the write path); `pgrecall api --read-only` refuses them with 403.
+go through a memory client (pgrecall.memory_client.MemoryWriter) that the caller
+builds and passes in: this module imports nothing that writes a file or a row.
+`pgrecall api --read-only` is given none and refuses them with 403.
+
+The routes are in routers (search and documents, health, memories); create_app
+assembles them behind the bearer guard, with one set of error handlers.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import psycopg
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -29,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
 from pgrecall.api.search import Searcher
-from pgrecall.api.startup import Startup
+from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.errors import (
     ConfigurationError,
@@ -39,6 +44,8 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
+from pgrecall.memory_client import MemoryWriter
+from pgrecall.memory_notes import read_memories
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
 READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
@@ -228,23 +235,49 @@ def _known_fields(request: Request, where: str) -> str:
     return ", ".join(SearchQuery.model_fields)
 
 
-def create_app(
-    searcher: Searcher,
-    token: str | None = None,
-    memories: Any = None,
-    read_only: bool = False,
-    memory_folder: Path | None = None,
-) -> FastAPI:
-    """The app. `memories`: the memory client (pgrecall.worker.memory_service.MemoryClient), or a
-    Startup that builds it on the first write; None, or `read_only`, refuses writes with 403.
-    `memory_folder`: GET /memories reads it (no database); without it, GET asks the client."""
-    app = FastAPI(
-        title="pgrecall",
-        version="1",
-        summary="Hybrid search over your notes, and memories for assistants.",
-        description="Search a pgrecall index: a vector arm and a BM25 arm fused with Reciprocal Rank Fusion. "
-        "Memories are Markdown notes of the memory folder, indexed before each write returns.",
-    )
+async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query"))
+    message = first.get("msg", "invalid request")
+    if first.get("type") == "json_invalid":
+        return _error(400, "malformed JSON body")
+    if first.get("type") == "extra_forbidden":
+        field = str(first.get("loc", ["?"])[-1])
+        return _error(422, f"unknown field {field!r}; known: {_known_fields(request, where)}")
+    return _error(422, f"{where}: {message}" if where else message)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    response = _error(exc.status_code, str(exc.detail))
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+# Each error as a status and a one-line reason; the most specific class registered wins.
+_ERRORS: dict[type[Exception], Callable[[Exception], tuple[int, str]]] = {
+    InvalidInput: lambda exc: (404 if isinstance(exc, contract.NotFound) else 422, str(exc)),
+    psycopg.OperationalError: lambda exc: (503, "database unavailable"),
+    DatabaseUnavailable: lambda exc: (503, "database unavailable"),
+    EmbeddingSpaceMismatch: lambda exc: (409, str(exc)),  # the index's state conflicts with this server's embedder
+    PgRecallError: lambda exc: (503, first_line(exc)),  # e.g. the memory client's start
+}
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every error a JSON {"error": one line}; nothing reaches a traceback."""
+    app.add_exception_handler(RequestValidationError, _invalid_request)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    for kind, answer in _ERRORS.items():
+
+        async def handler(request: Request, exc: Exception, answer=answer) -> JSONResponse:
+            return _error(*answer(exc))
+
+        app.add_exception_handler(kind, handler)
+
+
+def bearer_guard(token: str | None) -> Callable[[Request], None]:
+    """A dependency refusing, with 401, a request without this bearer token; None lets all in."""
 
     def authorize(request: Request) -> None:
         if token is None:
@@ -256,58 +289,22 @@ def create_app(
                 status_code=401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
             )
 
-    guard = [Depends(authorize)]
+    return authorize
 
-    def writer() -> Any:
-        if read_only or memories is None:
-            raise HTTPException(status_code=403, detail=READ_ONLY_REASON)
-        return memories.get() if isinstance(memories, Startup) else memories
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query"))
-        message = first.get("msg", "invalid request")
-        if first.get("type") == "json_invalid":
-            return _error(400, "malformed JSON body")
-        if first.get("type") == "extra_forbidden":
-            field = str(first.get("loc", ["?"])[-1])
-            return _error(422, f"unknown field {field!r}; known: {_known_fields(request, where)}")
-        return _error(422, f"{where}: {message}" if where else message)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = _error(exc.status_code, str(exc.detail))
-        for name, value in (exc.headers or {}).items():
-            response.headers[name] = value
-        return response
-
-    @app.exception_handler(InvalidInput)
-    async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return _error(404 if isinstance(exc, contract.NotFound) else 422, str(exc))
-
-    @app.exception_handler(psycopg.OperationalError)
-    @app.exception_handler(DatabaseUnavailable)
-    async def database_down(request: Request, exc: Exception) -> JSONResponse:
-        return _error(503, "database unavailable")
-
-    @app.exception_handler(EmbeddingSpaceMismatch)
-    async def other_embedding_space(request: Request, exc: EmbeddingSpaceMismatch) -> JSONResponse:
-        return _error(409, str(exc))  # the index's state conflicts with this server's embedder
-
-    @app.exception_handler(PgRecallError)
-    async def not_available(request: Request, exc: PgRecallError) -> JSONResponse:
-        return _error(503, first_line(exc))  # e.g. the memory client's start
+def search_router(searcher: Searcher) -> APIRouter:
+    """POST and GET /search, GET /documents/{id}."""
+    router = APIRouter()
 
     def run_search(request: contract.SearchRequest) -> dict[str, Any]:
         hits = searcher.run(request)
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
-    @app.post("/search", response_model=SearchResponse, dependencies=guard, summary="Search with a JSON body")
+    @router.post("/search", response_model=SearchResponse, summary="Search with a JSON body")
     def search_post(body: SearchRequest) -> dict[str, Any]:
         return run_search(body.contract())
 
-    @app.get("/search", response_model=SearchResponse, dependencies=guard, summary="Search with query parameters")
+    @router.get("/search", response_model=SearchResponse, summary="Search with query parameters")
     def search_get(params: Annotated[SearchQuery, Query()]) -> dict[str, Any]:  # type: ignore[valid-type]
         values = params.model_dump()
         filters = {field.name: values[field.name] for field in FILTERS if values.get(field.name) is not None}
@@ -321,9 +318,7 @@ def create_app(
         )
         return run_search(request)
 
-    @app.get(
-        "/documents/{document_id}", response_model=DocumentOut, dependencies=guard, summary="A document and its chunks"
-    )
+    @router.get("/documents/{document_id}", response_model=DocumentOut, summary="A document and its chunks")
     def get_document(document_id: int) -> DocumentOut:
         found = searcher.get_document(document_id)
         if found is None:
@@ -333,9 +328,14 @@ def create_app(
         data["indexed_at"] = found.indexed_at.isoformat() if found.indexed_at else None
         return DocumentOut(**data)
 
-    @app.get(
-        "/health", response_model=HealthOut, dependencies=guard, summary="Database reachable, queue depth, freshness"
-    )
+    return router
+
+
+def health_router(searcher: Searcher) -> APIRouter:
+    """GET /health."""
+    router = APIRouter()
+
+    @router.get("/health", response_model=HealthOut, summary="Database reachable, queue depth, freshness")
     def health() -> HealthOut:
         state = searcher.health()
         last = state["last_indexed_at"]
@@ -346,11 +346,23 @@ def create_app(
             last_indexed_at=last.isoformat() if last else None,
         )
 
-    @app.post(
+    return router
+
+
+def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_folder: Path | None) -> APIRouter:
+    """POST, PATCH, DELETE /memories through the memory client (403 without one, or read-only);
+    GET /memories from the folder (no database), else from the client."""
+    router = APIRouter()
+
+    def writer() -> MemoryWriter:
+        if read_only or memories is None:
+            raise HTTPException(status_code=403, detail=READ_ONLY_REASON)
+        return memories.get()
+
+    @router.post(
         "/memories",
         response_model=SavedOut,
         status_code=201,
-        dependencies=guard,
         summary="Remember: write a note of the memory folder and index it",
         responses={200: {"description": "the same text was already remembered: that memory", "model": SavedOut}},
     )
@@ -362,42 +374,60 @@ def create_app(
             response.status_code = 200
         return saved.to_json()
 
-    @app.patch(
-        "/memories/{memory_id}",
-        response_model=SavedOut,
-        dependencies=guard,
-        summary="Rewrite a memory (text, title, tags) and re-index it",
+    @router.patch(
+        "/memories/{memory_id}", response_model=SavedOut, summary="Rewrite a memory (text, title, tags) and re-index it"
     )
     def update_memory(memory_id: str, body: UpdateBody) -> dict[str, Any]:
         return writer().update(memory_id, text=body.text, title=body.title, tags=body.tags).to_json()
 
-    @app.delete(
+    @router.delete(
         "/memories/{memory_id}",
         response_model=MemoryOut,
-        dependencies=guard,
         summary="Forget a memory: delete its note and its index entries; returns what it held",
     )
     def forget(memory_id: str) -> dict[str, Any]:
         return writer().forget(memory_id).to_json()
 
-    @app.get("/memories", response_model=MemoriesOut, dependencies=guard, summary="Memories, newest first")
+    @router.get("/memories", response_model=MemoriesOut, summary="Memories, newest first")
     def list_memories(
         since: Annotated[str | None, Query(description="updated since this ISO date or time")] = None,
         tag: Annotated[list[str] | None, Query(description="carrying this tag (repeatable: every one)")] = None,
         limit: Annotated[int, Query(description=f"at most this many, 1 to {contract.MAX_LIST}")] = 50,
     ) -> dict[str, Any]:
         if memory_folder is not None:
-            from pgrecall.api.memories import read_memories  # reads the folder: no database, no write path
-
             chosen = read_memories(memory_folder, since=since, tags=tag, limit=limit)
         elif memories is not None:
-            chosen = (memories.get() if isinstance(memories, Startup) else memories).list(
-                since=since, tags=tag, limit=limit
-            )
+            chosen = memories.get().list(since=since, tags=tag, limit=limit)
         else:
             raise HTTPException(status_code=404, detail="this API serves no memories")
         return {"memories": [memory.to_json() for memory in chosen]}
 
+    return router
+
+
+def create_app(
+    searcher: Searcher,
+    token: str | None = None,
+    memories: Lazy[MemoryWriter] | None = None,
+    read_only: bool = False,
+    memory_folder: Path | None = None,
+) -> FastAPI:
+    """The app. `memories`: the memory client, or a Startup that builds it on the first write (built
+    by the caller: this module never imports the write path); None, or `read_only`, refuses writes
+    with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client."""
+    app = FastAPI(
+        title="pgrecall",
+        version="1",
+        summary="Hybrid search over your notes, and memories for assistants.",
+        description="Search a pgrecall index: a vector arm and a BM25 arm, fused by convex combination of "
+        "normalised scores (the default) or Reciprocal Rank Fusion. "
+        "Memories are Markdown notes of the memory folder, indexed before each write returns.",
+    )
+    add_error_handlers(app)
+    guard = [Depends(bearer_guard(token))]
+    app.include_router(search_router(searcher), dependencies=guard)
+    app.include_router(health_router(searcher), dependencies=guard)
+    app.include_router(memory_router(memories, read_only, memory_folder), dependencies=guard)
     return app
 
 
@@ -414,7 +444,7 @@ def serve(
     host: str,
     port: int,
     token: str | None,
-    memories: Any = None,
+    memories: Lazy[MemoryWriter] | None = None,
     read_only: bool = False,
     memory_folder: Path | None = None,
 ) -> None:

@@ -16,8 +16,9 @@ starts them again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from mcp.server.mcpserver import Context, MCPServer
@@ -26,8 +27,10 @@ from mcp_types import ToolAnnotations
 
 from pgrecall import contract
 from pgrecall.api.search import Searcher
-from pgrecall.api.startup import Startup
+from pgrecall.api.startup import Lazy
 from pgrecall.errors import PgRecallError, reason
+from pgrecall.memory_client import MemoryWriter
+from pgrecall.memory_notes import read_memories
 
 INSTRUCTIONS = (
     "pgrecall is the user's long-term memory: their notes, documents and past Claude conversations, "
@@ -43,6 +46,7 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotent
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 REWRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 DEFAULT_SOURCE = "mcp"
+T = TypeVar("T")
 
 
 def client_name(ctx: Context | None) -> str:
@@ -55,21 +59,14 @@ def client_name(ctx: Context | None) -> str:
     return name.strip() if isinstance(name, str) and name.strip() else DEFAULT_SOURCE
 
 
-def _ready(what: Any) -> Any:
-    return what.get() if isinstance(what, Startup) else what
+def _call(work: Callable[[], T]) -> T:
+    try:
+        return work()
+    except (PgRecallError, psycopg.OperationalError) as exc:  # the assistant gets the reason, in one line
+        raise ToolError(reason(exc)) from None
 
 
-def create_server(searcher: Searcher | Startup, memories: Any = None, memory_folder: Path | None = None) -> MCPServer:
-    """`memories`: the memory client (pgrecall.worker.memory_service.MemoryClient) or a Startup of
-    it; None serves no write tools. `memory_folder`: list_memories reads it (else asks the client)."""
-    server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
-
-    def call(work):
-        try:
-            return work()
-        except (PgRecallError, psycopg.OperationalError) as exc:  # the assistant gets the reason, in one line
-            raise ToolError(reason(exc)) from None
-
+def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
     @server.tool(annotations=READ_ONLY)
     def search_memory(
         query: str,
@@ -96,10 +93,12 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
             fusion: how hybrid combines meaning and exact words: "rrf" (by rank) or "convex" (by
                 normalised score); leave it out for the server's default.
         """
-        request = call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters, fusion=fusion))
-        hits = call(lambda: _ready(searcher).run(request))
+        request = _call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters, fusion=fusion))
+        hits = _call(lambda: searcher.get().run(request))
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
+
+def add_get_document(server: MCPServer, searcher: Lazy[Searcher]) -> None:
     @server.tool(annotations=READ_ONLY)
     def get_document(id_or_path: str) -> dict[str, Any]:
         """Fetch one whole document: a note or conversation, with all its text.
@@ -108,7 +107,7 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
             id_or_path: a document_id from search_memory, or a path (relative to its
                 folder, as search_memory shows it, or absolute).
         """
-        found = call(lambda: _ready(searcher).get_document(id_or_path))
+        found = _call(lambda: searcher.get().get_document(id_or_path))
         if found is None:
             raise ToolError(f"no document {id_or_path!r}; use a document_id or path from search_memory")
         return {
@@ -125,9 +124,8 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
             ),
         }
 
-    if memories is None:
-        return server
 
+def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=WRITE)
     def remember(
         ctx: Context,
@@ -157,9 +155,11 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
         Returns the memory: id (for update_memory and forget), path, text, tags, created, ...
         """
         source = client_name(ctx)
-        saved = call(lambda: _ready(memories).remember(text, title=title, tags=tags, metadata=metadata, source=source))
+        saved = _call(lambda: memories.get().remember(text, title=title, tags=tags, metadata=metadata, source=source))
         return saved.to_json()
 
+
+def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=REWRITE)
     def update_memory(
         id: str, text: str | None = None, title: str | None = None, tags: list[str] | None = None
@@ -176,8 +176,10 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
             title: the new title.
             tags: the new tags; they replace the old ones.
         """
-        return call(lambda: _ready(memories).update(id, text=text, title=title, tags=tags)).to_json()
+        return _call(lambda: memories.get().update(id, text=text, title=title, tags=tags)).to_json()
 
+
+def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=REWRITE)
     def forget(id: str) -> dict[str, Any]:
         """Delete a memory: its note and its index entries. For a memory that is wrong, or that the user
@@ -187,8 +189,10 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
         Args:
             id: the memory's id.
         """
-        return call(lambda: _ready(memories).forget(id)).to_json()
+        return _call(lambda: memories.get().forget(id)).to_json()
 
+
+def add_list_memories(server: MCPServer, memories: Lazy[MemoryWriter], memory_folder: Path | None) -> None:
     @server.tool(annotations=READ_ONLY)
     def list_memories(since: str | None = None, tags: list[str] | None = None, limit: int = 50) -> dict[str, Any]:
         """List the saved memories, newest first (by last update), with their ids.
@@ -201,17 +205,32 @@ def create_server(searcher: Searcher | Startup, memories: Any = None, memory_fol
             limit: at most this many (1-1000, default 50).
         """
         if memory_folder is not None:
-            from pgrecall.api.memories import read_memories  # reads the folder: no database, no write path
-
-            chosen = call(lambda: read_memories(memory_folder, since=since, tags=tags, limit=limit))
+            chosen = _call(lambda: read_memories(memory_folder, since=since, tags=tags, limit=limit))
         else:
-            chosen = call(lambda: _ready(memories).list(since=since, tags=tags, limit=limit))
+            chosen = _call(lambda: memories.get().list(since=since, tags=tags, limit=limit))
         return {"memories": [memory.to_json() for memory in chosen]}
 
+
+def create_server(
+    searcher: Lazy[Searcher], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
+) -> MCPServer:
+    """`searcher` and `memories` are built by the caller (a Startup of each, or Ready): this module
+    never imports the write path. `memories` None serves no memory tools. `memory_folder`:
+    list_memories reads it (else asks the client)."""
+    server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
+    add_search_memory(server, searcher)
+    add_get_document(server, searcher)
+    if memories is not None:
+        add_remember(server, memories)
+        add_update_memory(server, memories)
+        add_forget(server, memories)
+        add_list_memories(server, memories, memory_folder)
     return server
 
 
-def serve_stdio(searcher: Searcher | Startup, memories: Any = None, memory_folder: Path | None = None) -> None:
+def serve_stdio(
+    searcher: Lazy[Searcher], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
+) -> None:
     """Serve over stdio until the client closes; the Startups (or what was passed) are closed with it."""
     try:
         create_server(searcher, memories, memory_folder).run("stdio")

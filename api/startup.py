@@ -1,5 +1,9 @@
 """The search side (and the memory client) started in the background, for servers that must answer at once.
 
+What the servers are handed is a Lazy[T]: something with get(), which returns
+the service once it is ready, and close(). A Startup is one; Ready is one for a
+service already built (tests, a caller that opened it first).
+
 `pgrecall mcp` answers the MCP handshake before the database has started and
 the model has loaded (clients time out servers that are slow to answer): a
 Startup builds the searcher (database, pool) in one thread while another loads
@@ -18,7 +22,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -34,6 +38,26 @@ class NotStarted(PgRecallError):
 
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Lazy(Protocol[T_co]):
+    def get(self) -> T_co: ...
+
+    def close(self) -> None: ...
+
+
+class Ready(Generic[T]):
+    """A Lazy of a service already built."""
+
+    def __init__(self, service: T):
+        self._service = service
+
+    def get(self) -> T:
+        return self._service
+
+    def close(self) -> None:
+        self._service.close()  # type: ignore[attr-defined]
 
 
 def warm_searcher(searcher: Any) -> None:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from pgrecall import contract
 from pgrecall.api.http import READ_ONLY_REASON, SavedOut, create_app
+from pgrecall.api.startup import Ready
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.service import wait_for
 
@@ -307,7 +308,7 @@ def _paths(client, query: str, mode: str = "hybrid") -> list[str]:
 
 def test_remember_search_update_forget_over_http(index, searcher, memories, memory_folder, tmp_path):
     index(write_notes(tmp_path / "notes", ERROR_CODE_NOTES))  # the memory must outrank the user's notes
-    client = TestClient(create_app(searcher, memories=memories, memory_folder=memory_folder))
+    client = TestClient(create_app(searcher, memories=Ready(memories), memory_folder=memory_folder))
 
     created = client.post(
         "/memories",
@@ -374,7 +375,7 @@ def test_remember_search_update_forget_over_http(index, searcher, memories, memo
 def test_bad_memory_input_gets_one_line_and_writes_nothing(
     searcher, memories, memory_folder, method, path, body, status, reason
 ):
-    client = TestClient(create_app(searcher, memories=memories, memory_folder=memory_folder))
+    client = TestClient(create_app(searcher, memories=Ready(memories), memory_folder=memory_folder))
     response = client.request(method.upper(), path, json=body)
     assert response.status_code == status, response.text
     error = response.json()["error"]
@@ -383,7 +384,7 @@ def test_bad_memory_input_gets_one_line_and_writes_nothing(
 
 
 def test_memory_writes_need_the_token_when_one_is_configured(searcher, memories, memory_folder):
-    guarded = TestClient(create_app(searcher, token="s3cret", memories=memories, memory_folder=memory_folder))
+    guarded = TestClient(create_app(searcher, token="s3cret", memories=Ready(memories), memory_folder=memory_folder))
     for method, path, body in [
         ("POST", "/memories", {"text": "A fact."}),
         ("PATCH", "/memories/0123456789ab", {"text": "x"}),
@@ -401,7 +402,7 @@ def test_memory_writes_need_the_token_when_one_is_configured(searcher, memories,
 
 def test_a_read_only_api_refuses_writes_with_403(searcher, memories, memory_folder):
     saved = memories.remember("Written before the API went read-only.")
-    read_only = TestClient(create_app(searcher, memories=memories, read_only=True, memory_folder=memory_folder))
+    read_only = TestClient(create_app(searcher, memories=Ready(memories), read_only=True, memory_folder=memory_folder))
     for method, path, body in [
         ("POST", "/memories", {"text": "A fact."}),
         ("PATCH", f"/memories/{saved.memory.id}", {"text": "x"}),

@@ -21,8 +21,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 # The side that writes: the indexer and its queue, the migrator and what it provisions.
@@ -30,9 +28,6 @@ MIGRATING = {"pgrecall.migrate", "pgrecall.reader_login"}
 WRITE_LIBRARIES = {"procrastinate", "watchdog"}  # the queue and the file watcher: the worker's alone
 # Modules that wire both sides together on purpose: the CLI, and the eval, which indexes then searches.
 COMPOSITION_ROOTS = {"pgrecall.cli", "pgrecall.evaluate"}
-# The Python write API (pgrecall.api.memories, re-exported by the package) and the servers that use it
-# still live in pgrecall.api; another branch moves them out. Their rule is the xfail test below.
-PENDING = {"pgrecall.api", "pgrecall.api.memories", "pgrecall.api.http", "pgrecall.api.mcp_server"}
 
 
 def is_search_side(module: str) -> bool:
@@ -215,7 +210,7 @@ def test_the_graph_is_the_installed_package():
         spec = importlib.util.find_spec(name)
         assert spec is not None and Path(spec.origin).resolve() == path.resolve(), name
     assert {"pgrecall.api.search", "pgrecall.api.reader", "pgrecall.worker.run", "pgrecall.sql"} <= set(GRAPH.modules)
-    assert (MIGRATING | PENDING | COMPOSITION_ROOTS).issubset(GRAPH.modules)
+    assert (MIGRATING | COMPOSITION_ROOTS | {"pgrecall.memories", "pgrecall.api.http"}).issubset(GRAPH.modules)
     assert {"pgrecall.contract", "pgrecall.settings", "pgrecall.database", "pgrecall.reader_role"} <= SHARED
 
 
@@ -256,16 +251,9 @@ def later():
 
 def test_the_search_side_never_reaches_the_write_side():
     """pgrecall.api's modules reach (lazily or not) no worker module, no migrator, no queue or watcher."""
-    checked = SEARCH_SIDE - PENDING
-    assert {"pgrecall.api.search", "pgrecall.api.store", "pgrecall.api.reader"} <= checked
-    chains = GRAPH.violations(checked, is_write_side, avoid=PENDING)
-    assert not chains, _report("the search side imports the write side", chains)
-
-
-@pytest.mark.xfail(strict=True, reason="until the interfaces branch lands")
-def test_the_search_sides_write_api_has_left_it():
-    """The rule above for the modules it does not follow yet: the memory write API and the servers using it."""
-    chains = GRAPH.violations(PENDING, is_write_side)
+    checked = SEARCH_SIDE
+    assert {"pgrecall.api", "pgrecall.api.search", "pgrecall.api.http", "pgrecall.api.mcp_server"} <= checked
+    chains = GRAPH.violations(checked, is_write_side)
     assert not chains, _report("the search side imports the write side", chains)
 
 

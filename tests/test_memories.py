@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from pgrecall import contract
+from pgrecall import contract, memory_notes
 from pgrecall.errors import InvalidInput
 from pgrecall.worker import memories
 from pgrecall.worker.memories import Memory, MemoryFolder
@@ -19,7 +19,7 @@ def make(folder: MemoryFolder, text="Prefer uv over pip for new projects, becaus
     title = fields.pop("title", None)
     memory = Memory(
         id=memory_id,
-        path=memories.relative_path(memory_id, created, title, text),
+        path=memory_notes.relative_path(memory_id, created, title, text),
         title=title,
         text=text,
         tags=fields.pop("tags", ()),
@@ -53,7 +53,7 @@ def test_only_notes_inside_the_folder_are_found_by_id(tmp_path):
     folder = MemoryFolder(tmp_path / "memories")
     memory = make(folder)
     user_note = tmp_path / "my-own-note.md"
-    user_note.write_text(memories.render(memory).replace(memory.id, "aaaaaaaaaaaa"))
+    user_note.write_text(memory_notes.render(memory).replace(memory.id, "aaaaaaaaaaaa"))
     link = folder.locate(memory.id).parent / "2026-11-30-x-aaaaaaaaaaaa.md"
     link.symlink_to(user_note)
     assert folder.locate("aaaaaaaaaaaa") is None  # a link, even inside the folder, is not a memory
@@ -69,10 +69,10 @@ def test_delete_and_listing(tmp_path):
     old = make(folder, text="Old decision.", tags=("a",), created="2026-10-01T09:00:00Z")
     new = make(folder, text="New decision.", tags=("a", "b"), created="2026-11-20T09:00:00Z")
     (folder.folder / "2026" / "11" / "notes-by-hand.md").write_text("# not a memory\n")
-    assert [m.id for m in memories.select(folder.memories())] == [new.id, old.id]
-    assert [m.id for m in memories.select(folder.memories(), tags=("b",))] == [new.id]
-    assert [m.id for m in memories.select(folder.memories(), since="2026-11-01")] == [new.id]
-    assert memories.select(folder.memories(), limit=1) == [new]
+    assert [m.id for m in memory_notes.select(folder.memories())] == [new.id, old.id]
+    assert [m.id for m in memory_notes.select(folder.memories(), tags=("b",))] == [new.id]
+    assert [m.id for m in memory_notes.select(folder.memories(), since="2026-11-01")] == [new.id]
+    assert memory_notes.select(folder.memories(), limit=1) == [new]
     assert folder.delete(old.id) == old
     assert folder.locate(old.id) is None and [m.id for m in folder.memories()] == [new.id]
 
@@ -116,9 +116,9 @@ def test_good_memory_input_is_normalised():
 
 
 def test_slug_and_digest():
-    assert memories.slug("Über-fast CI: use `uv`!") == "uber-fast-ci-use-uv"
-    assert memories.slug("!!!") == "memory"
-    assert memories.content_digest("a") == memories.content_digest("a") != memories.content_digest("b")
-    assert os.path.basename(memories.relative_path("0123456789ab", "2026-01-02T00:00:00Z", None, "Hi")).startswith(
+    assert memory_notes.slug("Über-fast CI: use `uv`!") == "uber-fast-ci-use-uv"
+    assert memory_notes.slug("!!!") == "memory"
+    assert memory_notes.content_digest("a") == memory_notes.content_digest("a") != memory_notes.content_digest("b")
+    assert os.path.basename(memory_notes.relative_path("0123456789ab", "2026-01-02T00:00:00Z", None, "Hi")).startswith(
         "2026-01-02-hi-0123456789ab"
     )

@@ -202,21 +202,22 @@ PYTHON_API = textwrap.dedent(
     """
     import json, sys
     import pgrecall.api as api
+    import pgrecall.memories as memories
     from pgrecall.errors import InvalidInput
 
     loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
-    saved = api.remember(sys.argv[1], title="Queue locking", tags=["architecture"],
+    saved = memories.remember(sys.argv[1], title="Queue locking", tags=["architecture"],
                          metadata={"priority": 2, "reviewed": True, "owner": "ops"}, source="script")
-    twice = api.remember(sys.argv[1])
+    twice = memories.remember(sys.argv[1])
     first = api.search(sys.argv[3], k=1)[0]
-    updated = api.update_memory(saved.memory.id, text=sys.argv[2])
+    updated = memories.update_memory(saved.memory.id, text=sys.argv[2])
     new_hits = api.search("managed retries of the ingest queue", k=5)
     old_hits = api.search("advisory locks over Redis", k=5)
-    listed = api.list_memories(tags=["architecture"])
-    forgotten = api.forget(saved.memory.id)
+    listed = memories.list_memories(tags=["architecture"])
+    forgotten = memories.forget(saved.memory.id)
     after = api.search("ingest queue SQS managed retries", k=10)
     try:
-        api.forget(saved.memory.id)
+        memories.forget(saved.memory.id)
         again = "forgotten twice"
     except InvalidInput as exc:  # MemoryNotFound is one
         again = str(exc)

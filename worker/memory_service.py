@@ -20,31 +20,20 @@ from typing import Any
 import psycopg
 import structlog
 
-from pgrecall import contract, database, queries
+from pgrecall import contract, database, memory_notes, queries
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
+from pgrecall.memory_client import MemoryNotFound, Saved
+from pgrecall.memory_notes import Memory
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, store
-from pgrecall.worker.memories import Memory, MemoryFolder
+from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 
 Q = queries.load("memories.sql")
 log = structlog.get_logger("pgrecall.memories")
 
-
-class MemoryNotFound(contract.NotFound):
-    """No such memory."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Saved:
-    memory: Memory
-    created: bool  # False: the same text was already remembered
-    indexed: bool  # False: the file is written; the index follows once the database answers
-
-    def to_json(self) -> dict[str, Any]:
-        # "new", not "created": that key is the memory's creation time.
-        return {**self.memory.to_json(), "new": self.created, "indexed": self.indexed}
+__all__ = ["MemoryClient", "MemoryNotFound", "MemoryService", "Saved"]  # the last two: pgrecall.memory_client's
 
 
 class MemoryService:
@@ -122,7 +111,7 @@ class MemoryService:
         clean_tags = contract.memory_tags(tags)
         clean_metadata = contract.memory_metadata(metadata)
         clean_source = contract.memory_source(source)
-        digest = memories.content_digest(clean_text)
+        digest = memory_notes.content_digest(clean_text)
         async with self._locked(f"pgrecall.memory.text:{self.root}:{digest}"):
             existing = await self._find_by_digest(digest)
             if existing is not None:
@@ -187,7 +176,7 @@ class MemoryService:
         return memory
 
     def list(self, since: Any = None, tags: Any = None, limit: int = 50) -> list[Memory]:
-        return memories.select(
+        return memory_notes.select(
             self.files.memories(),
             since=contract.memory_since(since),
             tags=contract.memory_tags(tags),
@@ -197,7 +186,7 @@ class MemoryService:
 
 class MemoryClient:
     """The memory service for synchronous callers (HTTP handlers, MCP tools, the Python API):
-    the service runs on an event loop of its own, in one thread."""
+    the service runs on an event loop of its own, in one thread. A pgrecall.memory_client.MemoryWriter."""
 
     def __init__(self, settings: Settings, url: str, folder: Path):
         self._loop = asyncio.new_event_loop()

@@ -1,6 +1,7 @@
 """remember, update_memory, forget, list_memories: the memory write path for Python callers.
 
-    from pgrecall.api import remember, search
+    from pgrecall.memories import remember
+    from pgrecall.api import search
 
     saved = remember("Deploys go out on Tuesdays: Friday deploys broke on-call twice.", tags=["ops"])
     saved.memory.id, saved.memory.path, saved.created    # ('3f9c0a1b2c4d', '2026/11/...md', True)
@@ -9,8 +10,9 @@
 Each write returns once the note is on disk and indexed, so the next search
 finds it. They go through one memory client per process, opened on the first
 call (PGRECALL_* settings, the database migrated as every write command does)
-and closed when the interpreter exits. Importing this module loads neither the
-worker nor the queue: the write path is imported by the first call.
+and closed when the interpreter exits. A composition module, outside the
+read-only pgrecall.api: importing it loads neither the worker nor the queue
+(the first write imports them); list_memories only reads the folder.
 """
 
 from __future__ import annotations
@@ -18,24 +20,19 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pgrecall.memory_notes import Memory, folder_of, list_memories
 from pgrecall.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from pgrecall.worker.memories import Memory
-    from pgrecall.worker.memory_service import MemoryClient, Saved
+    from pgrecall.memory_client import Saved
+    from pgrecall.worker.memory_service import MemoryClient
+
+__all__ = ["close_default_client", "forget", "list_memories", "remember", "update_memory"]
 
 _client: MemoryClient | None = None
 _client_lock = threading.Lock()
-
-
-def folder_of(settings: Settings) -> Path:
-    """The memory folder: `[memory] folder` of the config file, else memories/ in PGRECALL_HOME."""
-    from pgrecall import roots
-
-    return roots.memory_folder(settings.config_file, settings.home)
 
 
 def writable_url(settings: Settings) -> str:
@@ -43,6 +40,13 @@ def writable_url(settings: Settings) -> str:
     from pgrecall.migrate import migrated_url
 
     return migrated_url(settings)
+
+
+def open_client(settings: Settings) -> MemoryClient:
+    """A memory client over the migrated index and the configured memory folder."""
+    from pgrecall.worker.memory_service import MemoryClient
+
+    return MemoryClient(settings, writable_url(settings), folder_of(settings))
 
 
 def _library_logging() -> None:
@@ -63,11 +67,8 @@ def default_client() -> MemoryClient:
     global _client
     with _client_lock:
         if _client is None:
-            from pgrecall.worker.memory_service import MemoryClient
-
             _library_logging()
-            settings = load_settings()
-            _client = MemoryClient(settings, writable_url(settings), folder_of(settings))
+            _client = open_client(load_settings())
             # Its event loop, pool and lock connection end with the interpreter, in order.
             atexit.unregister(close_default_client)
             atexit.register(close_default_client)
@@ -108,22 +109,3 @@ def update_memory(
 def forget(memory_id: str) -> Memory:
     """Delete the memory of this id from the folder and the index; returns what it held."""
     return default_client().forget(memory_id)
-
-
-def list_memories(since: Any = None, tags: Iterable[str] | None = None, limit: int = 50) -> list[Memory]:
-    """Memories newest first (by update), updated since `since` (ISO date or time) and carrying
-    every tag in `tags`. Reads the folder only: no database is needed."""
-    return read_memories(folder_of(load_settings()), since=since, tags=tags, limit=limit)
-
-
-def read_memories(folder: Path, since: Any = None, tags: Any = None, limit: Any = 50) -> list[Memory]:
-    """The memories of `folder`, chosen as list_memories says, validated as every interface does."""
-    from pgrecall import contract
-    from pgrecall.worker.memories import MemoryFolder, select
-
-    return select(
-        MemoryFolder(folder).memories(),
-        since=contract.memory_since(since),
-        tags=contract.memory_tags(tags),
-        limit=contract.list_limit(limit),
-    )

@@ -1,0 +1,5 @@
+import sys
+
+from pgrecall.cli import main
+
+sys.exit(main())

@@ -1,0 +1,141 @@
+"""`pgrecall remember`, `update`, `forget` (the memory write path) and `memories` (reads the folder only)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from pgrecall.cli.common import command, key_values, text_argument, url
+from pgrecall.settings import Settings
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    remember = command(
+        commands,
+        "remember",
+        run_remember,
+        help="remember a fact or decision: a note in the memory folder, indexed before this returns",
+        description="Write TEXT as a Markdown note of the memory folder ([memory] folder of the config file, "
+        "default memories/ in PGRECALL_HOME) and index it, so the next search finds it. The same text "
+        "remembered twice is one memory.",
+        epilog='example: pgrecall remember "Staging runs 3 replicas since the March outage" --tag ops '
+        "--meta project=apollo\n         git log -1 --format=%B | pgrecall remember --title 'Last commit'",
+    )
+    remember.add_argument("text", nargs="?", help="the text; - or absent: read it from stdin")
+    remember.add_argument("--title")
+    remember.add_argument("--tag", action="append", default=[], help="repeatable")
+    remember.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter field (a string), repeatable"
+    )
+    remember.add_argument("--json", action="store_true", help="print the memory as JSON")
+
+    update = command(
+        commands,
+        "update",
+        run_update,
+        help="rewrite a memory (its text, title or tags) and re-index it",
+        epilog="example: pgrecall update 3f9c0a1b2c4d --text 'Staging runs 4 replicas' --tag ops",
+    )
+    update.add_argument("id", help="the id remember printed")
+    update.add_argument("--text", help="the new text; - reads it from stdin")
+    update.add_argument("--title")
+    update.add_argument("--tag", action="append", default=None, help="the new tags (replace the old), repeatable")
+    update.add_argument("--json", action="store_true", help="print the memory as JSON")
+
+    forget = command(
+        commands,
+        "forget",
+        run_forget,
+        help="delete a memory from the memory folder and the index",
+        epilog="example: pgrecall forget 3f9c0a1b2c4d",
+    )
+    forget.add_argument("id", help="the id remember printed")
+    forget.add_argument("--json", action="store_true", help="print the forgotten memory as JSON")
+
+    listing = command(
+        commands,
+        "memories",
+        run_memories,
+        help="list memories, newest first",
+        epilog="example: pgrecall memories --since 2026-01-01 --tag ops --limit 20",
+    )
+    listing.add_argument("--since", help="only memories updated since this ISO date or time")
+    listing.add_argument("--tag", action="append", default=[], help="only memories with this tag, repeatable")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
+    listing.add_argument("--json", action="store_true", help="print one JSON array")
+
+
+def _service(settings: Settings):
+    from pgrecall.memory_notes import folder_of
+    from pgrecall.worker.memory_service import MemoryService
+
+    return MemoryService(settings, url(settings), folder_of(settings))
+
+
+def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
+    if as_json:
+        print(json.dumps(saved.to_json(), ensure_ascii=False))
+        return
+    if not saved.created and verb == "remembered":
+        verb = "already remembered"
+    print(f"{verb} {saved.memory.id} {folder}/{saved.memory.path}")
+    if not saved.indexed:
+        print("pgrecall: warning: the note is written; it is indexed once the database answers", file=sys.stderr)
+
+
+def run_remember(args: argparse.Namespace, settings: Settings) -> int:
+    text = text_argument(args.text)
+    metadata = key_values(args.meta)
+
+    async def run():
+        async with _service(settings) as service:
+            return service.root, await service.remember(
+                text, title=args.title, tags=args.tag, metadata=metadata, source="cli"
+            )
+
+    folder, saved = asyncio.run(run())
+    _print_saved(saved, folder, args.json, "remembered")
+    return 0
+
+
+def run_update(args: argparse.Namespace, settings: Settings) -> int:
+    text = text_argument(args.text, required=False)
+
+    async def run():
+        async with _service(settings) as service:
+            return service.root, await service.update(args.id, text=text, title=args.title, tags=args.tag)
+
+    folder, saved = asyncio.run(run())
+    _print_saved(saved, folder, args.json, "updated")
+    return 0
+
+
+def run_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async def run():
+        async with _service(settings) as service:
+            return service.root, await service.forget(args.id)
+
+    folder, memory = asyncio.run(run())
+    if args.json:
+        print(json.dumps(memory.to_json(), ensure_ascii=False))
+    else:
+        print(f"forgot {memory.id} {folder}/{memory.path}")
+    return 0
+
+
+def run_memories(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.memory_notes import folder_of, read_memories
+
+    chosen = read_memories(folder_of(settings), since=args.since, tags=args.tag, limit=args.limit)
+    if args.json:
+        print(json.dumps([memory.to_json() for memory in chosen], ensure_ascii=False))
+        return 0
+    if not chosen:
+        print("no memories")
+    for memory in chosen:
+        first_line = memory.title or memory.text.splitlines()[0]
+        tags = "".join(f"  #{tag}" for tag in memory.tags)
+        print(f"{memory.id}  {memory.updated}  {first_line[:80]}{tags}")
+    return 0

@@ -1,0 +1,98 @@
+"""`pgrecall search`: hybrid search of the index, printed or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from pgrecall.cli.common import command, key_values, searcher
+from pgrecall.contract import MODES
+from pgrecall.settings import FUSIONS, Settings
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    search = command(
+        commands,
+        "search",
+        run,
+        help="hybrid search of the index",
+        epilog='example: pgrecall search "postgres vacuum settings" -k 5 --json',
+    )
+    search.add_argument("query")
+    search.add_argument("-k", type=int, default=10, help="number of hits, 1 to 100 (default: 10)")
+    search.add_argument("--mode", choices=MODES, default="hybrid")
+    search.add_argument(
+        "--fusion",
+        choices=FUSIONS,
+        help="how the arms are fused: rrf (Reciprocal Rank Fusion) or convex (normalised scores) "
+        "(default: PGRECALL_FUSION)",
+    )
+    enrichment = search.add_mutually_exclusive_group()
+    enrichment.add_argument(
+        "--enrich",
+        dest="enrich",
+        action="store_true",
+        default=False,
+        help="also search key-term variants of the query (WordPiece enrichment)",
+    )
+    enrichment.add_argument(
+        "--no-enrich", dest="enrich", action="store_false", help="search only the query as typed (default)"
+    )
+    search.add_argument("--path-prefix", help="only paths starting with this (relative, or absolute)")
+    search.add_argument("--kind", help="only documents of this kind (markdown, text, claude_conversation)")
+    search.add_argument("--root", help="only documents of this root: its name (from serve/watch) or its absolute path")
+    search.add_argument("--since", help="only documents modified since this ISO date")
+    search.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
+    )
+    search.add_argument("--json", action="store_true", help="print one JSON array of hits")
+
+
+def filters_of(args: argparse.Namespace) -> dict:
+    filters: dict = {}
+    if args.path_prefix:
+        filters["path_prefix"] = args.path_prefix
+    if args.kind:
+        filters["kind"] = args.kind
+    if args.root:
+        filters["source_root" if args.root.startswith("/") else "root"] = args.root
+    if args.since:
+        filters["modified_since"] = args.since
+    if args.meta:
+        filters["metadata"] = key_values(args.meta)
+    return filters
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.contract import search_request
+
+    # Validated as every interface does (pgrecall.contract), before any connection.
+    request = search_request(
+        args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=filters_of(args), fusion=args.fusion
+    )
+    index = searcher(settings, pool_size=1)
+    try:
+        hits = index.run(request)
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps([hit.to_json() for hit in hits], ensure_ascii=False))
+    else:
+        print_hits(hits)
+    return 0
+
+
+def print_hits(hits: list) -> None:
+    if not hits:
+        print("no results")
+    for number, hit in enumerate(hits, 1):
+        ranks = ", ".join(
+            f"{arm} #{rank}"
+            + (f" {hit.arm_scores[arm]:.2f}" if hit.arm_scores and hit.arm_scores.get(arm) is not None else "")
+            for arm, rank in hit.ranks.items()
+            if rank is not None
+        )
+        print(f"{number}. {hit.path}  [{hit.score:.4f}; {ranks}]")
+        if hit.heading:
+            print(f"   {hit.heading}")
+        print(f"   {hit.snippet}\n")

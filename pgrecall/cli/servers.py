@@ -1,0 +1,121 @@
+"""`pgrecall api` and `pgrecall mcp`: the composition root of the servers.
+
+The servers (pgrecall.api.http, pgrecall.api.mcp_server) never import the write
+path; they are handed a memory client built here. Under --read-only none is
+built, and no module that writes (pgrecall.worker, pgrecall.memories, the
+queue) is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from pgrecall.cli.common import command, searcher
+from pgrecall.settings import Settings
+
+if TYPE_CHECKING:
+    from pgrecall.api.search import Searcher
+    from pgrecall.api.startup import Startup
+    from pgrecall.memory_client import MemoryWriter
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    api = command(
+        commands,
+        "api",
+        run_api,
+        help="serve search and memories over HTTP JSON",
+        epilog="example: pgrecall api --port 8765; then curl 'http://127.0.0.1:8765/search?q=vacuum&k=3'\n"
+        "         curl -X POST http://127.0.0.1:8765/memories -H 'content-type: application/json' "
+        '-d \'{"text": "Deploys go out on Tuesdays"}\'',
+    )
+    api.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; others need PGRECALL_API_TOKEN)"
+    )
+    api.add_argument("--port", type=int, default=8765, help="TCP port, 1-65535 (default: 8765)")
+    api.add_argument(
+        "--read-only", action="store_true", help="refuse memory writes (POST, PATCH, DELETE /memories) with 403"
+    )
+    mcp = command(
+        commands,
+        "mcp",
+        run_mcp,
+        help="serve search and memories to AI assistants: a Model Context Protocol server over stdio",
+        epilog="example (Claude Code): claude mcp add pgrecall -- ~/pgrecall/.venv/bin/pgrecall mcp",
+    )
+    mcp.add_argument("--read-only", action="store_true", help="no remember, update_memory or forget tools")
+
+
+def memory_startup(settings: Settings) -> Startup[MemoryWriter]:
+    """The memory client (the write path: the database migrated), built by a Startup, in the background."""
+    from pgrecall.api.startup import Startup
+
+    def open_client() -> MemoryWriter:
+        from pgrecall.memories import open_client
+
+        return open_client(settings)
+
+    return Startup(open_client, warm=None, name="memories", what="database and memory folder")
+
+
+def api_parts(settings: Settings, read_only: bool) -> tuple[Searcher, Startup[MemoryWriter] | None]:
+    """The searcher, and the memory client opened by the first write (it migrates the database;
+    reads never do), never when read-only."""
+    return searcher(settings, pool_size=8), None if read_only else memory_startup(settings)
+
+
+def run_api(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api import http
+    from pgrecall.memory_notes import folder_of
+
+    http.check_binding(args.host, settings.api_token, args.port)
+    index, memories = api_parts(settings, args.read_only)
+    try:
+        http.serve(
+            index,
+            args.host,
+            args.port,
+            settings.api_token,
+            memories=memories,
+            read_only=args.read_only,
+            memory_folder=folder_of(settings),
+        )
+    finally:
+        index.close()
+        if memories is not None:
+            memories.close()
+    return 0
+
+
+def mcp_parts(settings: Settings, read_only: bool) -> tuple[Startup[Searcher], Startup[MemoryWriter] | None]:
+    """The searcher's Startup (it loads the model meanwhile) and the memory client's, neither started."""
+    from pgrecall.api.startup import Startup
+
+    def load_model() -> None:
+        from pgrecall.embedding import embedder_for
+
+        embedder_for(settings).embed_batch(["pgrecall"])  # the Searcher's own
+
+    memories = None if read_only else memory_startup(settings)
+
+    def open_searcher() -> Searcher:
+        if memories is not None and not settings.search_database_url:
+            memories.wait()  # its migration first, so that a fresh home has an index; its failure is its own
+        return searcher(settings, pool_size=2)
+
+    return Startup(open_searcher, preload=load_model), memories
+
+
+def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.api.mcp_server import serve_stdio
+    from pgrecall.memory_notes import folder_of
+
+    # The handshake is answered at once; the database, the model and the memory client start in
+    # the background (after the SDK's import: started before it, they only slowed it down), tool calls wait.
+    startup, memories = mcp_parts(settings, args.read_only)
+    if memories is not None:
+        memories.start()
+    startup.start()
+    serve_stdio(startup, memories, folder_of(settings))
+    return 0

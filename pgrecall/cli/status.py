@@ -1,0 +1,97 @@
+"""`pgrecall status` and `pgrecall failures`: what the index holds, and what could not be indexed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from pgrecall import database
+from pgrecall.cli.common import command, url
+from pgrecall.settings import Settings
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    status = command(commands, "status", run_status, help="documents, chunks, queue and failures")
+    status.add_argument("--json", action="store_true")
+
+    failures = command(commands, "failures", run_failures, help="files that could not be indexed, with the reason")
+    failures.add_argument("--json", action="store_true")
+
+
+def run_status(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall import status as status_module
+    from pgrecall.embedding import embedder_for
+    from pgrecall.memory_notes import MemoryNotes, folder_of
+    from pgrecall.worker.scan import iter_files
+
+    with database.connect(url(settings)) as conn:
+        status = status_module.report(
+            conn,
+            settings,
+            count_files=lambda folder: sum(1 for _ in iter_files(folder)),
+            memory_folder=folder_of(settings),
+            count_memories=lambda folder: sum(1 for _ in MemoryNotes(folder).memories()),
+            embedding_space=embedder_for(settings).space,
+        )
+    if args.json:
+        print(json.dumps(status, default=str))
+    else:
+        print_index(status, settings)
+        print_roots(status)
+    return 0
+
+
+def print_index(status: dict, settings: Settings) -> None:
+    queue = status["queue"]
+    print(
+        f"database:   {status['database']} ({database.pgdata_path(settings) if settings.embedded else 'PGRECALL_DATABASE_URL'})"
+    )
+    print(f"documents:  {status['documents']}")
+    print(f"chunks:     {status['chunks']}")
+    print(f"failed:     {status['failed']}   skipped: {status['skipped']}")
+    oldest = f", oldest waiting {queue['oldest_waiting_age_s']} s" if queue["oldest_waiting_age_s"] is not None else ""
+    print(f"queue:      {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed jobs{oldest}")
+    if queue["stalled"]:
+        print(
+            f"stalled:    {queue['stalled']} running jobs of a worker that stopped answering;"
+            " the next index, serve or worker runs them again"
+        )
+    print(f"last index: {status['last_indexed_at'] or 'never'}")
+    for space in status["embedding_spaces"]:
+        current = " (this configuration's)" if space["space"] == status["embedding_space"] else ""
+        name = space["space"] or "not recorded"
+        print(f"embedded:   {space['documents']} documents, {space['chunks']} chunks in {name}{current}")
+    if status["documents_to_reembed"]:
+        print(
+            f"reembed:    {status['documents_to_reembed']} documents of another embedding space than "
+            f"{status['embedding_space']}: pgrecall reembed, or the next serve reconciliation, embeds them again"
+        )
+
+
+def print_roots(status: dict) -> None:
+    from pgrecall.worker.watch import describe_watch
+
+    memories = status["memories"]
+    print(f"memories:   {memories['count']} in {memories['folder']}, {memories['indexed']} indexed")
+    for root in status["roots"]:
+        label = f"{root['name']} ({root['path']})" if root["name"] else root["path"]
+        files = root["files"] if root["files"] is not None else "?"
+        print(
+            f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
+        )
+        print(f"  watch:    {describe_watch(root['watch_mode'], root['watcher_seen_at'], root['last_event_at'])}")
+
+
+def run_failures(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall import status
+
+    with database.connect(url(settings)) as conn:
+        rows = status.failures(conn)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    if not rows:
+        print("no failures")
+    for row in rows:
+        print(f"{row['source_root']}/{row['path']}: [{row['error_stage']}] {row['error']}")
+    return 0
