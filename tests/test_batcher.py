@@ -23,14 +23,14 @@ class FakeModel:
         self.calls.append(list(texts))
         self.entered.release()
         if self.gate is not None:
-            self.gate.acquire(timeout=10)
+            self.gate.acquire(timeout=60)
         if self.fail_on is not None and self.fail_on in texts:
             raise RuntimeError(f"model broke on {self.fail_on}")
         return np.array([[float(text.removeprefix("t"))] for text in texts], dtype=np.float32)
 
     async def wait_for_call(self, count: int = 1) -> None:
         for _ in range(count):
-            assert await asyncio.to_thread(self.entered.acquire, timeout=10), "the model was never called"
+            assert await asyncio.to_thread(self.entered.acquire, timeout=60), "the model was never called"
 
 
 def _texts(start: int, stop: int) -> list[str]:
@@ -42,7 +42,7 @@ def _values(vectors) -> list[float]:
 
 
 def run(coroutine):
-    return asyncio.run(asyncio.wait_for(coroutine, timeout=20))
+    return asyncio.run(asyncio.wait_for(coroutine, timeout=120))  # a hang guard
 
 
 def test_requests_arriving_together_share_one_model_call_and_each_gets_its_own_rows():

@@ -9,7 +9,7 @@ import asyncio
 import json
 import os
 import resource
-import time
+import threading
 
 import numpy as np
 import psycopg
@@ -352,18 +352,23 @@ def test_a_lost_database_still_fails_the_job_so_the_queue_retries_it(settings, d
 
 def test_a_big_request_is_embedded_in_slices_that_let_other_jobs_through():
     calls: list[list[str]] = []
+    first_slice, small_waiting = threading.Event(), threading.Event()
 
     def embed(texts):
-        time.sleep(0.01)  # the model takes a while: other requests arrive meanwhile
         calls.append(list(texts))
+        first_slice.set()
+        small_waiting.wait(60)  # the first slice lasts until another request has arrived (a hang guard)
         return np.ones((len(texts), 4), dtype=np.float32)
 
     async def go():
         batcher = EmbeddingBatcher(embed, max_texts=10, linger_seconds=0.01)
         try:
             big = asyncio.create_task(batcher.embed([f"big {i}" for i in range(95)]))
-            await asyncio.sleep(0.05)
-            small = await batcher.embed(["small"])
+            assert await asyncio.to_thread(first_slice.wait, 60)
+            small_task = asyncio.create_task(batcher.embed(["small"]))
+            await asyncio.sleep(0)  # small's request is queued
+            small_waiting.set()
+            small = await small_task
             assert not big.done()  # the small job did not wait for the whole big note
             vectors = await big
         finally:

@@ -113,25 +113,20 @@ def test_handshake_is_answered_before_the_database_and_a_failed_start_says_why(t
     env = {"PGRECALL_SEARCH_DATABASE_URL": "garbage", "PGRECALL_DATABASE_URL": "host=/nonexistent/socket"}
 
     async def session():
-        started = time.perf_counter()
         async with Client(_server(env, tmp_path)) as client:
-            initialized = time.perf_counter() - started
-            sent = time.perf_counter()
-            text = _error_text(await client.call_tool("search_memory", {"query": "x"}))
-            answered = time.perf_counter() - sent
-        return initialized, text, answered
+            return _error_text(await client.call_tool("search_memory", {"query": "x"}))
 
-    initialized, text, answered = asyncio.run(session())
+    text = asyncio.run(asyncio.wait_for(session(), 120))  # a hang guard
+    # The cause, not the pool's "initialization incomplete" after its 30 s timeout.
     assert 'pgrecall could not start: invalid connection string for the search database: missing "="' in text
     assert "\n" not in text
-    assert answered < 10 and initialized < 10  # not the pool's 30 s
 
 
 def test_a_call_before_the_start_finishes_waits_for_it(settings, db_url, embedder):
     release = threading.Event()
 
     def build():
-        release.wait(10)
+        release.wait(120)  # a hang guard: the test sets it
         return Searcher(db_url, settings, embedder=embedder, pool_size=1)
 
     startup = Startup(build)

@@ -131,7 +131,7 @@ def test_the_inotify_limit_falls_back_to_polling_for_that_root(db_url, tmp_path,
                 )
                 with structlog.testing.capture_logs() as logs:
                     running = asyncio.create_task(watcher.run())
-                    await asyncio.wait_for(watcher.started.wait(), 10)
+                    await asyncio.wait_for(watcher.started.wait(), 60)
                     assert watcher.modes == {str(limited): "polling", str(free): "events"}
                     (limited / "polled.md").write_text("# Polled\n\nSeen by the polling observer.")
                     (free / "evented.md").write_text("# Evented\n\nSeen by inotify.")
@@ -193,12 +193,12 @@ def test_a_dead_observer_stops_the_watchdog_pings(tmp_path):
     async def scenario():
         watcher = Watcher(None, [tmp_path], tick_seconds=0.05, alive=lambda: pings.append(1), observer_factory=factory)
         running = asyncio.create_task(watcher.run())
-        await asyncio.wait_for(watcher.started.wait(), 5)
+        await asyncio.wait_for(watcher.started.wait(), 60)
         while len(pings) < 3:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(observers[0].stop)  # the observer thread ends, as when it crashes
         with pytest.raises(watch.WatcherDied):
-            await asyncio.wait_for(running, 5)
+            await asyncio.wait_for(running, 60)
         count = len(pings)
         await asyncio.sleep(0.3)
         assert len(pings) == count

@@ -36,7 +36,7 @@ class IndexSummary:
     embed_calls: int = 0
     embed_seconds: float = 0.0
     failures: list[Outcome] = dataclasses.field(default_factory=list)
-    unaccounted: list[str] = dataclasses.field(default_factory=list)  # neither indexed nor recorded: a bug
+    unaccounted: list[str] = dataclasses.field(default_factory=list)  # still there, neither indexed nor recorded: a bug
 
     @property
     def chunks_per_second(self) -> float:
@@ -69,8 +69,9 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
 
     Returns only when no job of these roots is left: jobs of a worker that died
     (an earlier run killed mid-way) are first waited for until they count as
-    stalled, then run again. Every file of the run ends indexed or recorded
-    with a reason; any that does not is listed in `unaccounted`.
+    stalled, then run again. Every file of the run ends indexed, recorded
+    with a reason, or removed (deleted since it was enqueued); any that does
+    not is listed in `unaccounted`.
     """
     targets = resolve_targets(paths)
 
@@ -140,13 +141,20 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             async with pool.connection() as conn:
                 for root_text, present in presence.items():
                     missing = await recovery.unaccounted_files(conn, root_text, present)
-                    summary.unaccounted.extend(f"{root_text}/{path}" for path in missing)
+                    still_there = await asyncio.to_thread(_still_there, root_text, missing)
+                    summary.unaccounted.extend(f"{root_text}/{path}" for path in still_there)
         finally:
             if indexer is not None:
                 await indexer.close()
             if pool is not None:
                 await pool.close()
     return summary
+
+
+def _still_there(root: str, paths: list[str]) -> list[str]:
+    """Of `paths`, those with a file at them now. One deleted since it was enqueued left
+    the index with it (its job found nothing and removed it): a removal, not a failure."""
+    return [path for path in paths if scan.locate(Path(root), path) is not None]
 
 
 async def _work_until_done(app: procrastinate.App, pool, settings: Settings, indexer: Indexer, roots: list[str]):

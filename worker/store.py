@@ -177,6 +177,8 @@ async def write_document(
     """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction."""
     async with conn.transaction():
         document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
+        # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
+        # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
         await conn.execute(Q["delete_chunks"], {"document_id": document_id})
         if chunks:
@@ -299,13 +301,23 @@ async def remove_children(conn: psycopg.AsyncConnection, parent_id: int, paths: 
 
 
 async def _delete(conn: psycopg.AsyncConnection, ids: list[int]) -> int:
-    """Delete documents (children listed too, for the statistics) inside the caller's transaction."""
+    """Delete documents (children listed too, for the statistics) inside the caller's
+    transaction; returns how many were deleted (a concurrent removal may have taken some)."""
     if not ids:
         return 0
-    before = await _statistics_of(conn, ids)
-    await conn.execute(Q["delete_documents"], {"document_ids": ids})
+    # Locked first, then read: statistics read before the lock may be of chunks that a
+    # concurrent rewrite replaces (the DELETE then removes the new ones), or of a document
+    # a concurrent removal takes (the DELETE then removes nothing).
+    cursor = await conn.execute(Q["lock_documents"], {"document_ids": ids})
+    locked = [row[0] for row in await cursor.fetchall()]
+    if not locked:
+        return 0
+    cursor = await conn.execute(Q["lock_children"], {"parent_ids": locked, "locked": locked})
+    locked += [row[0] for row in await cursor.fetchall()]
+    before = await _statistics_of(conn, locked)
+    await conn.execute(Q["delete_documents"], {"document_ids": locked})
     await _move_statistics(conn, before, NO_STATISTICS)
-    return len(ids)
+    return len(locked)
 
 
 async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:

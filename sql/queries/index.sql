@@ -297,3 +297,23 @@ WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 -- upsert_root --
 INSERT INTO pgrecall.roots (name, path) VALUES (%(name)s, %(path)s)
 ON CONFLICT (name) DO UPDATE SET path = excluded.path
+
+-- lock_documents --
+-- Of these documents, those still there, locked until commit before their statistics
+-- are read: a rewrite or removal of one of them by another transaction finishes first
+-- (and is seen), or waits for this one. Files before conversations, each in id order,
+-- as every remover locks them, so two never deadlock.
+SELECT id FROM pgrecall.documents
+WHERE id = ANY(%(document_ids)s)
+ORDER BY parent_id IS NOT NULL, id
+FOR UPDATE
+
+-- lock_children --
+-- Conversations of the locked exports not among those already locked: added by a
+-- transaction that committed while this one waited for the lock (a new conversation
+-- locks its export against removal, so no other can come after). They go with their
+-- export (ON DELETE CASCADE), so their statistics must go too.
+SELECT id FROM pgrecall.documents
+WHERE parent_id = ANY(%(parent_ids)s) AND id <> ALL(%(locked)s)
+ORDER BY id
+FOR UPDATE
