@@ -54,7 +54,7 @@ async def write_child(conn, parent_id: int, path: str, text: str) -> int:
 async def export_with_conversations(conn, count: int) -> int:
     info = store.FileInfo(1, datetime.datetime.now(datetime.UTC), "export-hash")
     parent_id = await store.record_container(
-        conn, root=ROOT, path="export.json", kind="claude", title="export.json", info=info, chunking="test"
+        conn, root=ROOT, path="export.json", kind="claude", info=info, chunking="test"
     )
     for n in range(count):
         await write_child(conn, parent_id, f"export.json#c{n}", f"# C{n}\n\n{COMMON} conversation{n}")
