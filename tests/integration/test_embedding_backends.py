@@ -13,7 +13,7 @@ import pytest
 from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.onnx_model import FILES
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
 
 SCIENTIFIC = [
     "ALDH1 is a marker of normal and malignant human mammary stem cells.",

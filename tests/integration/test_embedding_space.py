@@ -19,8 +19,8 @@ from pgrecall.errors import EmbeddingSpaceMismatch
 from pgrecall.worker.reconcile import plan
 from pgrecall.worker.run import run_reembed
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
-from tests.test_cli import cli_env, pgrecall  # noqa: F401 (cli_env is a fixture)
-from tests.test_indexing import assert_statistics_consistent, rows
+from tests.support.cli import run_cli as pgrecall
+from tests.support.statistics import assert_statistics_consistent, rows
 
 OTHER = "another-model@sha256:000000000000/384/torch"
 NOTES = {
@@ -157,7 +157,7 @@ def test_index_and_the_reconciliation_count_another_space_as_a_change(index, db_
     assert (changed, vanished) == (["b.md"], [])
 
 
-def test_cli_refuses_reports_and_reembeds(cli_env, db_url, tmp_path):  # noqa: F811 (cli_env)
+def test_cli_refuses_reports_and_reembeds(cli_env, db_url, tmp_path):
     root = write_notes(tmp_path / "notes", NOTES)
     assert pgrecall("index", str(root), "--json", env=cli_env).returncode == 0
     execute(db_url, "UPDATE pgrecall.documents SET embedding_space = %s WHERE path = 'notes/bikes.md'", (OTHER,))

@@ -24,7 +24,7 @@ from pgrecall.worker.chunk import CHARS_PER_TOKEN, chunking_signature
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.reconcile import reconcile
 from tests.notes import conversation, write_notes
-from tests.test_indexing import assert_statistics_consistent, rows
+from tests.support.statistics import assert_statistics_consistent, rows
 
 GOOD_NOTES = {
     "good/lighthouse.md": "# Lighthouse\n\nThe keeper trims the wick at dusk.",

@@ -3,7 +3,6 @@
 import os
 import socket
 import subprocess
-import sys
 
 import httpx
 import psycopg
@@ -14,6 +13,7 @@ from pgrecall import contract
 from pgrecall.api.http import READ_ONLY_REASON, SavedOut, create_app
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.service import wait_for
+from tests.support.cli import run_cli, start_cli
 
 
 @pytest.fixture
@@ -184,13 +184,7 @@ def _free_port() -> int:
 @pytest.mark.parametrize("port", ["70000", "0", "-1"])
 def test_api_command_refuses_a_port_out_of_range_in_one_line(tmp_path, port):
     env = dict(os.environ, PGRECALL_HOME=str(tmp_path), PGRECALL_LOG_FORMAT="json")
-    result = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--port", port],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli("api", "--port", port, env=env, timeout=120)
     assert result.returncode == 1
     assert result.stderr.strip() == f"pgrecall: error: --port must be from 1 to 65535, got {port}"
 
@@ -204,24 +198,13 @@ def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(d
         PGRECALL_CONFIG=str(tmp_path / "no-config.toml"),
     )
     env.pop("PGRECALL_API_TOKEN", None)
-    refused = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--host", "0.0.0.0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = run_cli("api", "--host", "0.0.0.0", env=env, timeout=120)
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
         "pgrecall: error: listening on 0.0.0.0 needs PGRECALL_API_TOKEN: every request must then carry it"
     )
     port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_cli("api", "--port", str(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 
         def healthy():
@@ -253,11 +236,8 @@ def test_api_command_read_only_refuses_writes_with_403(db_url, tmp_path):
     )
     env.pop("PGRECALL_API_TOKEN", None)
     port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall.cli", "api", "--port", str(port), "--read-only"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    server = start_cli(
+        "api", "--port", str(port), "--read-only", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
 

@@ -24,7 +24,7 @@ from pgrecall.migrate import bundled_migrations, migrate
 from pgrecall.worker import store
 from pgrecall.worker.adapters import markdown
 from pgrecall.worker.chunk import chunk_sections
-from tests.test_indexing import rows
+from tests.support.statistics import rows
 
 SCIFACT = Path("/work/shared/data/scifact")
 DOCUMENTS = 300

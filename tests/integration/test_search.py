@@ -13,6 +13,7 @@ import pytest
 from pgrecall.api.search import Searcher
 from pgrecall.errors import DatabaseUnavailable, InvalidInput
 from tests.notes import ERROR_CODE_NOTES, write_notes
+from tests.support.cli import run_cli
 
 
 @pytest.fixture
@@ -169,9 +170,7 @@ def test_a_bad_search_url_fails_at_once_with_its_cause(settings, url, message):
 def test_a_bad_search_url_ends_the_command_with_one_line(tmp_path, command):
     env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_SEARCH_DATABASE_URL="garbage")
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", *command], env=env, capture_output=True, text=True, timeout=60
-    )
+    result = run_cli(*command, env=env, timeout=60)
     assert time.monotonic() - started < 15  # the pool used to wait 30 s, then say "pool initialization incomplete"
     assert result.returncode == 1
     assert result.stderr.strip() == (
@@ -240,7 +239,7 @@ def test_the_example_notes_error_code_ranks_its_incident_first_by_default(index,
     from pathlib import Path
 
     root = tmp_path / "examples"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "notes", root)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "notes", root)
     index(root)
     convex = searcher.search("E-4711", k=3, fusion="convex")
     assert convex[0].path == "incident-e4711.md"
@@ -324,9 +323,7 @@ def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url
 def _command(args: list[str], env_extra: dict[str, str], tmp_path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_LOG_FORMAT="json", **env_extra)
     env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_cli(*args, env=env, timeout=120)
 
 
 @pytest.mark.parametrize("command", [["search", "x"], ["api", "--port", "8798"]])

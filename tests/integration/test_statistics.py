@@ -15,7 +15,7 @@ from pgrecall.embedding import DIMENSIONS
 from pgrecall.worker import statistics, store
 from pgrecall.worker.adapters import markdown
 from pgrecall.worker.chunk import chunk_sections
-from tests.test_indexing import (
+from tests.support.statistics import (
     RECOUNTED_CORPUS_STATS,
     RECOUNTED_TERM_STATS,
     assert_statistics_consistent,

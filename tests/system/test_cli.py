@@ -2,27 +2,14 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.notes import ERROR_CODE_NOTES, write_notes
+from tests.support.cli import cli_env as environment
+from tests.support.cli import run_cli as pgrecall
 
-
-def pgrecall(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", *args], capture_output=True, text=True, env=env, timeout=300
-    )
-
-
-@pytest.fixture
-def cli_env(db_url, tmp_path):
-    env = dict(os.environ)
-    env.update(
-        {"PGRECALL_DATABASE_URL": db_url, "PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_LOG_FORMAT": "json"}
-    )
-    return env
+UNREACHABLE = "postgresql://nobody@/nodb?host=/nonexistent"
 
 
 def test_index_then_search_json(cli_env, tmp_path):
@@ -59,17 +46,16 @@ def test_index_then_search_json(cli_env, tmp_path):
         (["index", "/no/such/folder"], "pgrecall: error: no such file or folder: /no/such/folder"),
     ],
 )
-def test_errors_are_one_line_without_traceback(cli_env, args, message):
-    result = pgrecall(*args, env=cli_env)
+def test_errors_are_one_line_without_traceback(args, message):
+    """Refused before any connection: with an unreachable database, the error is still the input's."""
+    result = pgrecall(*args, env=environment(UNREACHABLE))
     assert result.returncode == 1
     assert result.stderr.strip() == message or result.stderr.strip().startswith(message)
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_unreachable_database_is_one_line(tmp_path):
-    env = dict(
-        os.environ, PGRECALL_DATABASE_URL="postgresql://nobody@/nodb?host=/nonexistent", PGRECALL_HOME=str(tmp_path)
-    )
+    env = dict(os.environ, PGRECALL_DATABASE_URL=UNREACHABLE, PGRECALL_HOME=str(tmp_path))
     result = pgrecall("status", env=env)
     assert result.returncode == 1
     assert result.stderr.startswith("pgrecall: error: cannot connect to the database")

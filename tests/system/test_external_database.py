@@ -11,8 +11,6 @@ process with PGRECALL_HOME a fresh folder, so an embedded server would show.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import psycopg
 import pytest
@@ -21,6 +19,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tests.external_server import ExternalServer
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.service import Process, in_sync, query, queue_idle, service_env, texts, wait_for
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -58,9 +57,7 @@ def home(tmp_path):
 
 
 def run(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", *args], env=env, capture_output=True, text=True, timeout=180
-    )
+    done = run_cli(*args, env=env, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -203,13 +200,7 @@ def test_a_login_without_createrole_searches_through_set_role(server, url, index
     root = write_notes(tmp_path / "plain-notes", ERROR_CODE_NOTES)
     env = service_env(other, tmp_path / "home")
     assert json.loads(run(env, "index", str(root), "--json"))["indexed"] == len(ERROR_CODE_NOTES)
-    done = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", "search", "E-4711", "-k", "1", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done = run_cli("search", "E-4711", "-k", "1", "--json", env=env, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     assert [hit["path"] for hit in json.loads(done.stdout)] == ["incidents/e4711.md"]
     assert "search_login_fallback" in done.stderr

@@ -18,6 +18,7 @@ from pgrecall import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import NotStarted, Startup
 from tests.notes import ERROR_CODE_NOTES, write_notes
+from tests.support.cli import run_cli
 
 MEMORY_TOOLS = {"remember", "update_memory", "forget", "list_memories"}
 
@@ -250,8 +251,7 @@ def test_one_hit_has_one_json_and_one_k_limit_on_every_interface(index, db_url, 
     refusal = f"k must be an integer from 1 to {contract.MAX_K}"
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "pgrecall.cli", "search", *args]
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        return run_cli("search", *args, env=env, timeout=120)
 
     from_cli = json.loads(cli("E-4711", "-k", "2", "--json").stdout)
     too_many = cli("E-4711", "-k", str(contract.MAX_K + 1))

@@ -14,6 +14,7 @@ import pytest
 
 from tests.notes import write_notes
 from tests.service import Process, query, service_env, texts, wait_for
+from tests.support.cli import run_cli
 
 DECISION = "We chose PostgreSQL advisory locks over Redis for the ingest queue: one less service to run."
 NEW_DECISION = "The ingest queue moved to Amazon SQS in March for its managed retries and dead letters."
@@ -21,15 +22,7 @@ QUESTION = "why is there no Redis for the ingest queue?"
 
 
 def pgrecall(*args, env, stdin: str | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        timeout=300,
-    )
+    return run_cli(*args, env=env, input=stdin)
 
 
 def ok(result) -> str:
@@ -191,9 +184,7 @@ def test_a_users_note_cannot_be_forgotten_or_updated_by_its_path(cli_env, folder
 
 @pytest.mark.parametrize("command", ["remember", "update", "forget", "memories"])
 def test_each_memory_command_has_help_with_an_example(command):
-    result = subprocess.run(
-        [sys.executable, "-m", "pgrecall.cli", command, "--help"], capture_output=True, text=True, timeout=60
-    )
+    result = run_cli(command, "--help", timeout=60)
     assert result.returncode == 0
     assert f"example: pgrecall {command}" in result.stdout
 

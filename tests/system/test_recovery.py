@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from tests.service import Process, folder_state, in_sync, index_state, query, queue_idle, service_env, wait_for
-from tests.test_indexing import assert_statistics_consistent
+from tests.support.cli import run_cli
+from tests.support.statistics import assert_statistics_consistent
 
 pytestmark = pytest.mark.slow
 
@@ -79,13 +78,7 @@ def test_index_killed_with_jobs_in_flight_is_completed_by_the_next_run(db_url, t
     assert indexed_count(db_url, root) < NOTES
 
     def run_index():
-        result = subprocess.run(
-            [sys.executable, "-m", "pgrecall.cli", "index", str(root), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        result = run_cli("index", str(root), "--json", env=env, timeout=600)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 

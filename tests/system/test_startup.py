@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -24,6 +23,7 @@ import pytest
 from pgrecall import database
 from pgrecall.settings import load_settings
 from tests.service import wait_for
+from tests.support.cli import start_cli
 
 pytestmark = pytest.mark.slow
 
@@ -67,8 +67,8 @@ class Started:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in finish)
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "pgrecall.cli", *args],
+        self.popen = start_cli(
+            *args,
             env=env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE if stdin is not None else self.log,

@@ -244,7 +244,7 @@ def test_watch_status_reports_the_queue_depth(db_url, tmp_path, notify_socket):
 
 # --- the units in deploy/ -------------------------------------------------------------------------
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNITS = {  # unit file -> (name to check it under, path of pgrecall in ExecStart)
     "pgrecall.service": ("pgrecall.service", "%h/pgrecall/.venv/bin/pgrecall"),
     "pgrecall-worker@.service": ("pgrecall-worker@1.service", "/var/lib/pgrecall/app/.venv/bin/pgrecall"),

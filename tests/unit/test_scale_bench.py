@@ -18,7 +18,7 @@ from pgrecall.worker import store
 from pgrecall.worker.document import Chunk, ParsedDocument
 
 _spec = importlib.util.spec_from_file_location(
-    "scale_bench", Path(__file__).resolve().parent.parent / "bench" / "scale_bench.py"
+    "scale_bench", Path(__file__).resolve().parents[2] / "bench" / "scale_bench.py"
 )
 scale_bench = importlib.util.module_from_spec(_spec)
 sys.modules["scale_bench"] = scale_bench
