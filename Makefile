@@ -30,9 +30,9 @@ run: install
 test: install
 	$(PY) -m pytest
 
-# The unit tier: no database, no model, no process; seconds.
+# The unit tier (no database, no model, no process) but its few slow tests; seconds.
 test-fast: install
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/unit -m "not slow"
 
 test-integration: install
 	$(PY) -m pytest tests/integration

@@ -9,9 +9,7 @@ import asyncio
 import json
 import os
 import resource
-import time
 
-import numpy as np
 import psycopg
 import pytest
 
@@ -19,7 +17,6 @@ from pgrecall.database import open_async_pool as open_pool
 from pgrecall.embedding import get_embedder
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 from pgrecall.worker import adapters, scan
-from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import CHARS_PER_TOKEN, chunking_signature
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.reconcile import reconcile
@@ -348,29 +345,3 @@ def test_a_lost_database_still_fails_the_job_so_the_queue_retries_it(settings, d
 
     with pytest.raises(psycopg.OperationalError):
         _with_indexer(settings, db_url, closed_pool)
-
-
-def test_a_big_request_is_embedded_in_slices_that_let_other_jobs_through():
-    calls: list[list[str]] = []
-
-    def embed(texts):
-        time.sleep(0.01)  # the model takes a while: other requests arrive meanwhile
-        calls.append(list(texts))
-        return np.ones((len(texts), 4), dtype=np.float32)
-
-    async def go():
-        batcher = EmbeddingBatcher(embed, max_texts=10, linger_seconds=0.01)
-        try:
-            big = asyncio.create_task(batcher.embed([f"big {i}" for i in range(95)]))
-            await asyncio.sleep(0.05)
-            small = await batcher.embed(["small"])
-            assert not big.done()  # the small job did not wait for the whole big note
-            vectors = await big
-        finally:
-            await batcher.close()
-        return vectors, small
-
-    vectors, small = asyncio.run(go())
-    assert vectors.shape == (95, 4) and small.shape == (1, 4)
-    assert max(len(call) for call in calls) <= 10 + 1
-    assert [t for call in calls for t in call if t.startswith("big")] == [f"big {i}" for i in range(95)]

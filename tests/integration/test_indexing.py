@@ -1,7 +1,5 @@
 """The write path end to end: real queue, real workers, real model, real PostgreSQL."""
 
-import pytest
-
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
 from tests.support.statistics import EFFECTIVE_CORPUS_STATS, assert_statistics_consistent, fold_statistics, rows
 
@@ -189,14 +187,6 @@ def test_queued_jobs_survive_a_restart(settings, db_url, tmp_path):
     assert rows(db_url, "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'") == [(0,)]
 
 
-@pytest.mark.parametrize("missing", ["does-not-exist"])
-def test_indexing_a_missing_path_is_a_clear_error(index, tmp_path, missing):
-    from pgrecall.errors import InvalidInput
-
-    with pytest.raises(InvalidInput, match="no such file or folder"):
-        index(tmp_path / missing)
-
-
 def test_chunks_respect_the_configured_size(settings, db_url, tmp_path, embedder):
     import asyncio
     import dataclasses
@@ -215,18 +205,6 @@ def test_chunks_respect_the_configured_size(settings, db_url, tmp_path, embedder
         assert_statistics_consistent(db_url)
     again = asyncio.run(run_index(dataclasses.replace(settings, chunk_tokens=64), db_url, [str(root)]))
     assert again.statuses == {"unchanged": 1}
-
-
-def test_reconciliation_treats_another_chunking_as_a_change():
-    from pgrecall.worker.reconcile import plan
-
-    present = {"a.md": (10, 1.0), "b.md": (20, 2.0)}
-    indexed = {
-        "a.md": (10, 1.0, "h1", "v1/128", False),
-        "b.md": (20, 2.0, "h2", "v1/254", False),
-        "c.md": (5, 0.5, "h3", "v1/128", False),
-    }
-    assert plan(present, indexed, "v1/128") == (["b.md"], ["c.md"])
 
 
 def test_a_job_longer_than_the_shutdown_grace_is_not_cancelled_when_the_queue_runs_dry(

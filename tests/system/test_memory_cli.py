@@ -280,17 +280,3 @@ def test_serve_watches_the_memory_folder(db_url, tmp_path):
         assert query(db_url, "SELECT count(*) FROM pgrecall.documents WHERE source_root = %s", (str(folder),)) == [(1,)]
     finally:
         assert service.stop() == 0
-
-
-def test_the_memory_folder_named_as_a_root_is_watched_once(tmp_path):
-    from pgrecall import roots
-    from pgrecall.errors import ConfigurationError
-
-    folder = (tmp_path / "memories").resolve()
-    notes = write_notes(tmp_path / "notes", {"a.md": "A."})
-    folder.mkdir()
-    given = roots.from_arguments([str(folder), str(notes)])  # named "memories" after its folder
-    assert roots.with_memories(given, folder) == [roots.Root("notes", notes), roots.Root("memories", folder)]
-    other = write_notes(tmp_path / "elsewhere" / "memories", {"b.md": "B."})
-    with pytest.raises(ConfigurationError, match='the root name "memories" is taken'):
-        roots.with_memories(roots.from_arguments([str(other)]), folder)

@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -244,3 +245,29 @@ def test_word_pieces_given_by_every_request_decide_the_groups_not_characters():
 
     assert _values(run(scenario())) == [float(t[1:]) for t in texts]
     assert model.calls == [_texts(1, 9), _texts(1000, 1008)]  # the longest by word pieces first
+
+
+def test_a_big_request_is_embedded_in_slices_that_let_other_jobs_through():
+    calls: list[list[str]] = []
+
+    def embed(texts):
+        time.sleep(0.01)  # the model takes a while: other requests arrive meanwhile
+        calls.append(list(texts))
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    async def go():
+        batcher = EmbeddingBatcher(embed, max_texts=10, linger_seconds=0.01)
+        try:
+            big = asyncio.create_task(batcher.embed([f"big {i}" for i in range(95)]))
+            await asyncio.sleep(0.05)
+            small = await batcher.embed(["small"])
+            assert not big.done()  # the small job did not wait for the whole big note
+            vectors = await big
+        finally:
+            await batcher.close()
+        return vectors, small
+
+    vectors, small = asyncio.run(go())
+    assert vectors.shape == (95, 4) and small.shape == (1, 4)
+    assert max(len(call) for call in calls) <= 10 + 1
+    assert [t for call in calls for t in call if t.startswith("big")] == [f"big {i}" for i in range(95)]

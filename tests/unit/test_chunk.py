@@ -113,6 +113,8 @@ def test_word_windows_mark_their_overlap(count):
     assert fresh_words == words
 
 
+@pytest.mark.slow  # tens of seconds of tokenizing 5 MB: not for make test-fast
+@pytest.mark.timeout(300)
 def test_a_long_line_without_spaces_is_bounded_in_characters(count, budget):
     """5 MB without a space is one [UNK] word piece: the token bound alone would keep it one chunk."""
     line = "y" * (5 * 1024 * 1024)

@@ -5,6 +5,7 @@ import pytest
 from pgrecall import roots
 from pgrecall.errors import ConfigurationError, InvalidInput
 from pgrecall.roots import Root
+from tests.notes import write_notes
 
 
 def _config(tmp_path, text: str | bytes):
@@ -113,3 +114,14 @@ def test_the_memory_folder_is_always_a_root_and_never_nested_in_another(tmp_path
     with pytest.raises(ConfigurationError, match="inside one another"):
         roots.with_memories([Root("all", tmp_path)], tmp_path / "memories")
     assert roots.resolve([], None, required=False) == []
+
+
+def test_the_memory_folder_named_as_a_root_is_watched_once(tmp_path):
+    folder = (tmp_path / "memories").resolve()
+    notes = write_notes(tmp_path / "notes", {"a.md": "A."})
+    folder.mkdir()
+    given = roots.from_arguments([str(folder), str(notes)])  # named "memories" after its folder
+    assert roots.with_memories(given, folder) == [roots.Root("notes", notes), roots.Root("memories", folder)]
+    other = write_notes(tmp_path / "elsewhere" / "memories", {"b.md": "B."})
+    with pytest.raises(ConfigurationError, match='the root name "memories" is taken'):
+        roots.with_memories(roots.from_arguments([str(other)]), folder)
