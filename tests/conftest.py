@@ -36,6 +36,7 @@ os.environ.setdefault("PGRECALL_MODEL_CACHE", str(Path(tempfile.gettempdir()) / 
 _counter = itertools.count()
 
 TIERS = {"unit": 30, "integration": 120, "system": 300}  # tier: seconds a test may take
+SLOW = 300  # seconds for a test marked slow, in any tier (the bound every test had before tiers)
 _running_tier: str | None = None  # the tier of the test being set up or run
 
 
@@ -52,7 +53,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         item.add_marker(tier)
         if item.get_closest_marker("timeout") is None:  # a test's own timeout wins
-            item.add_marker(pytest.mark.timeout(TIERS[tier]))
+            item.add_marker(pytest.mark.timeout(SLOW if item.get_closest_marker("slow") else TIERS[tier]))
 
 
 @pytest.hookimpl(tryfirst=True)

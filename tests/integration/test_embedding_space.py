@@ -8,7 +8,6 @@ refuse (a one-line error naming both), and `pgrecall index`, the reconciliation 
 from __future__ import annotations
 
 import asyncio
-import json
 
 import numpy as np
 import psycopg
@@ -19,7 +18,6 @@ from pgrecall.errors import EmbeddingSpaceMismatch
 from pgrecall.worker.reconcile import plan
 from pgrecall.worker.run import run_reembed
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
-from tests.support.cli import run_cli as pgrecall
 from tests.support.statistics import assert_statistics_consistent, rows
 
 OTHER = "another-model@sha256:000000000000/384/torch"
@@ -155,27 +153,3 @@ def test_index_and_the_reconciliation_count_another_space_as_a_change(index, db_
     indexed = {"a.md": (10, "mtime", "hash", "v1/256", False), "b.md": (10, "mtime", "hash", "v1/256", True)}
     changed, vanished = plan({"a.md": size_and_mtime, "b.md": size_and_mtime}, indexed, "v1/256")
     assert (changed, vanished) == (["b.md"], [])
-
-
-def test_cli_refuses_reports_and_reembeds(cli_env, db_url, tmp_path):
-    root = write_notes(tmp_path / "notes", NOTES)
-    assert pgrecall("index", str(root), "--json", env=cli_env).returncode == 0
-    execute(db_url, "UPDATE pgrecall.documents SET embedding_space = %s WHERE path = 'notes/bikes.md'", (OTHER,))
-
-    shown = pgrecall("status", env=cli_env)
-    assert shown.returncode == 0, shown.stderr
-    assert "reembed:    1 documents of another embedding space" in shown.stdout
-
-    execute(db_url, "UPDATE pgrecall.documents SET embedding_space = %s", (OTHER,))
-    refused = pgrecall("search", "kettle", env=cli_env)
-    assert refused.returncode != 0
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and OTHER in lines[0] and "pgrecall reembed" in lines[0], refused.stderr
-    keyword = pgrecall("search", "E-4711", "--mode", "keyword", "--json", env=cli_env)
-    assert keyword.returncode == 0 and json.loads(keyword.stdout)[0]["path"] == "incidents/e4711.md"
-
-    reembedded = pgrecall("reembed", "--json", env=cli_env)
-    assert reembedded.returncode == 0, reembedded.stderr
-    assert json.loads(reembedded.stdout)["indexed"] == len(NOTES)
-    found = pgrecall("search", "descale the kettle", "--json", env=cli_env)
-    assert found.returncode == 0 and json.loads(found.stdout)[0]["path"] == "notes/kettle.md"

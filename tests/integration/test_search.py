@@ -1,10 +1,6 @@
 """The read side against a real index."""
 
 import datetime
-import json
-import os
-import subprocess
-import sys
 import time
 
 import psycopg
@@ -13,7 +9,6 @@ import pytest
 from pgrecall.api.search import Searcher
 from pgrecall.errors import DatabaseUnavailable, InvalidInput
 from tests.notes import ERROR_CODE_NOTES, write_notes
-from tests.support.cli import run_cli
 
 
 @pytest.fixture
@@ -96,54 +91,6 @@ def test_filters_on_kind_metadata_root_and_time(index, searcher, tmp_path):
     assert [h.path for h in absolute] == ["a.md"]
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"query": "  "}, "empty"),
-        ({"query": "x" * 3000}, "longer than"),
-        ({"query": "ok", "mode": "fuzzy"}, "unknown mode"),
-        ({"query": "ok", "k": 0}, "k must be"),
-        ({"query": "ok", "filters": {"owner": "me"}}, "unknown filter field 'owner'"),
-        ({"query": "ok", "filters": {"modified_since": "yesterday"}}, "ISO date"),
-    ],
-)
-def test_bad_input_is_refused_with_a_reason(indexed, searcher, kwargs, message):
-    with pytest.raises(InvalidInput, match=message):
-        searcher.search(**kwargs)
-
-
-def _nested(depth: int) -> dict:
-    value: dict = {"leaf": 1}
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
-# Each of these reached PostgreSQL (or the JSON encoder) and failed there: a DataError,
-# an UntranslatableCharacter, a UnicodeEncodeError, a TypeError; the HTTP API answered 500.
-# (Nesting is bounded so that a filter stays a filter, and the message stays one short line.)
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"query": "a\x00b"}, "the query must not contain a NUL character"),
-        ({"query": "a\ud800b"}, "the query is not valid Unicode"),
-        ({"query": "ok", "filters": {"path_prefix": "notes/\x00"}}, "filter path_prefix must not contain a NUL"),
-        ({"query": "ok", "filters": {"kind": "\x00"}}, "filter kind must not contain a NUL"),
-        ({"query": "ok", "filters": {"root": "no\x00tes"}}, "filter root must not contain a NUL"),
-        ({"query": "ok", "filters": {"source_root": "/n\x00"}}, "filter source_root must not contain a NUL"),
-        ({"query": "ok", "filters": {"metadata": {"a": float("nan")}}}, "filter metadata.a must hold finite numbers"),
-        ({"query": "ok", "filters": {"metadata": {"a": [float("inf")]}}}, r"filter metadata.a\[0\] must hold finite"),
-        ({"query": "ok", "filters": {"metadata": {"a": "x\x00"}}}, "filter metadata.a must not contain a NUL"),
-        ({"query": "ok", "filters": {"metadata": {"a\x00": "x"}}}, "filter metadata key .* must not contain a NUL"),
-        ({"query": "ok", "filters": {"metadata": {"a": {1, 2}}}}, "filter metadata.a must hold JSON values, not set"),
-        ({"query": "ok", "filters": {"metadata": _nested(40)}}, "^filter metadata is nested deeper than 32 levels$"),
-    ],
-)
-def test_input_postgres_cannot_take_is_refused_naming_the_field(searcher, kwargs, message):
-    with pytest.raises(InvalidInput, match=message):
-        searcher.search(**kwargs)
-
-
 def test_document_path_with_nul_is_refused(searcher):
     with pytest.raises(InvalidInput, match="the document path must not contain a NUL"):
         searcher.get_document("notes/\x00.md")
@@ -166,19 +113,6 @@ def test_a_bad_search_url_fails_at_once_with_its_cause(settings, url, message):
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("command", [["search", "x"], ["api", "--port", "8799"]])
-def test_a_bad_search_url_ends_the_command_with_one_line(tmp_path, command):
-    env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_SEARCH_DATABASE_URL="garbage")
-    started = time.monotonic()
-    result = run_cli(*command, env=env, timeout=60)
-    assert time.monotonic() - started < 15  # the pool used to wait 30 s, then say "pool initialization incomplete"
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
-        'pgrecall: error: invalid connection string for the search database: missing "=" after "garbage" '
-        "in connection info string"
-    )
-
-
 def test_search_connections_are_read_only(indexed, searcher):
     with searcher.pool.connection() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         conn.execute("DELETE FROM pgrecall.chunks")
@@ -190,16 +124,6 @@ def test_filter_values_never_become_sql(indexed, searcher):
     with pytest.raises(InvalidInput, match="unknown kind"):  # a kind is one of pgrecall.kinds.SEARCHABLE
         searcher.search("export", filters={"kind": hostile})
     assert searcher.search("export", k=1)  # the table is still there
-
-
-def test_search_side_does_not_import_the_write_path():
-    code = (
-        "import sys, pgrecall.api, pgrecall.api.search;"
-        "bad = sorted(m for m in sys.modules if m.startswith(('pgrecall.worker', 'procrastinate', 'watchdog')));"
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 IDENTIFIER_NOTES = {
@@ -286,61 +210,6 @@ def test_searcher_is_a_context_manager_that_closes_its_pool(indexed, settings, d
     with pytest.raises(RuntimeError), Searcher(db_url, settings, embedder=embedder, pool_size=1) as failing:
         raise RuntimeError("a caller's error")
     assert failing.pool.closed  # closed on the way out of an error too
-
-
-DEFAULT_SEARCHER_AT_EXIT = """
-import atexit
-import sys
-
-from pgrecall.api import get_document, search
-
-opened = []
-# Registered first, so it runs last: after the module's own exit handler.
-atexit.register(lambda: print("closed at exit:", opened[0].pool.closed))
-print(search("E-4711", k=1, mode="keyword")[0].path)
-print(get_document("notes/garden.md").path)
-opened.append(sys.modules["pgrecall.api.search"].default_searcher())
-"""
-
-
-def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url):
-    """pgrecall.api.search() and get_document() share a module-level searcher; the
-    interpreter's exit closes its pool, with warnings as errors and nothing on stderr."""
-    env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_LOG_FORMAT="json")
-    env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
-    result = subprocess.run(
-        [sys.executable, "-W", "error", "-X", "dev", "-c", DEFAULT_SEARCHER_AT_EXIT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n") == ["incidents/e4711.md", "notes/garden.md", "closed at exit: True", ""]
-    assert result.stderr == ""
-
-
-def _command(args: list[str], env_extra: dict[str, str], tmp_path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PGRECALL_HOME=str(tmp_path / "home"), PGRECALL_LOG_FORMAT="json", **env_extra)
-    env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
-    return run_cli(*args, env=env, timeout=120)
-
-
-@pytest.mark.parametrize("command", [["search", "x"], ["api", "--port", "8798"]])
-def test_search_commands_never_migrate_and_say_when_there_is_no_index(empty_db_url, tmp_path, command):
-    result = _command(command, {"PGRECALL_DATABASE_URL": empty_db_url}, tmp_path)
-    assert result.returncode == 1
-    assert result.stderr.strip() == "pgrecall: error: the index is not set up yet: run pgrecall index or serve first"
-    with psycopg.connect(empty_db_url) as conn:  # nothing was created: no migration ran
-        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgrecall'").fetchone()[0] == 0
-
-
-def test_search_command_needs_no_write_rights(indexed, db_url, tmp_path):
-    """Logged in as the reader role itself, which may not migrate (it used to: every search ran the migrator)."""
-    reader_url = psycopg.conninfo.make_conninfo(db_url, user="pgrecall_reader")
-    result = _command(["search", "E-4711", "-k", "1", "--json"], {"PGRECALL_DATABASE_URL": reader_url}, tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert [hit["path"] for hit in json.loads(result.stdout)] == ["incidents/e4711.md"]
 
 
 def test_every_search_is_validated_by_the_one_contract(searcher):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import psycopg
 import pytest
@@ -156,15 +154,6 @@ def test_queue_depth_takes_the_queue_name_and_only_the_reader_may_call_it(db_url
         ).fetchone()[0]
     assert signatures == [("pgrecall.queue_depth(text)",)]
     assert reader_may and public_may == 0
-
-
-def test_the_status_module_imports_nothing_of_the_worker():
-    code = (
-        "import sys, pgrecall.status, pgrecall.api.search; "
-        "print(sorted(m for m in sys.modules if m.startswith('pgrecall.worker')))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert result.stdout.strip() == "[]"
 
 
 def test_memories_count_notes_on_disk_and_in_the_index(index, settings, db_url, tmp_path):

@@ -1,12 +1,10 @@
 """The MCP server end to end, through the SDK's own client over stdio."""
 
 import asyncio
-import concurrent.futures
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -15,8 +13,6 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
 from pgrecall import contract
-from pgrecall.api.search import Searcher
-from pgrecall.api.startup import NotStarted, Startup
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.support.cli import run_cli
 
@@ -126,39 +122,6 @@ def test_handshake_is_answered_before_the_database_and_a_failed_start_says_why(t
     assert 'pgrecall could not start: invalid connection string for the search database: missing "="' in text
     assert "\n" not in text
     assert answered < 10 and initialized < 10  # not the pool's 30 s
-
-
-def test_a_call_before_the_start_finishes_waits_for_it(settings, db_url, embedder):
-    release = threading.Event()
-
-    def build():
-        release.wait(10)
-        return Searcher(db_url, settings, embedder=embedder, pool_size=1)
-
-    startup = Startup(build)
-    startup.start()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(startup.get)
-            time.sleep(0.3)
-            assert not waiting.done()  # waits; neither fails nor answers early
-            release.set()
-            assert waiting.result(timeout=60).search("anything", k=1) == []
-    finally:
-        release.set()
-        startup.close()
-
-
-def test_a_failed_start_is_retried_by_the_next_call(settings, db_url, embedder):
-    urls = iter(["host=/nonexistent/socket dbname=pgrecall", db_url])
-    startup = Startup(lambda: Searcher(next(urls), settings, embedder=embedder, pool_size=1))
-    startup.start()
-    try:
-        with pytest.raises(NotStarted, match="pgrecall could not start: cannot connect to the search database"):
-            startup.get(timeout=30)
-        assert startup.get(timeout=60).health()["documents"] == 0
-    finally:
-        startup.close()
 
 
 def _json(result) -> dict:
