@@ -28,6 +28,8 @@ from pgrecall.embedding import Embedder, get_embedder
 from pgrecall.migrate import migrate
 from pgrecall.settings import Settings, load_settings
 
+pytest_plugins = ["pytester"]  # tests/system/test_tiers.py runs a suite of its own
+
 TEMPLATE = "pgrecall_test_template"
 # Every test has a home of its own; the ONNX files exported from the model are shared by all
 # of them (and by the processes they start), as PGRECALL_MODEL_CACHE allows, instead of one

@@ -1,7 +1,7 @@
 """The pgrecall CLI as a user runs it: `python -m pgrecall.cli` in a process of its own.
 
 Every test that starts the CLI goes through `run_cli` (one command, waited for) or `start_cli`
-(a long-lived one: serve, api, mcp). Without an `env`, the process gets the test's
+(a long-lived one: serve, api, watch), or hands COMMAND to a client that starts it (the MCP SDK's). Without an `env`, the process gets the test's
 environment, whose PGRECALL_HOME the autouse `isolated_home` fixture points at a temporary folder.
 """
 

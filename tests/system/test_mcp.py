@@ -4,7 +4,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -14,7 +13,7 @@ from mcp_types import Implementation
 
 from pgrecall import contract
 from tests.notes import ERROR_CODE_NOTES, write_notes
-from tests.support.cli import run_cli
+from tests.support.cli import COMMAND, run_cli
 
 MEMORY_TOOLS = {"remember", "update_memory", "forget", "list_memories"}
 
@@ -22,8 +21,8 @@ MEMORY_TOOLS = {"remember", "update_memory", "forget", "list_memories"}
 def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
     index(write_notes(tmp_path / "notes", ERROR_CODE_NOTES))
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pgrecall.cli", "mcp"],
+        command=COMMAND[0],
+        args=[*COMMAND[1:], "mcp"],
         env={
             **os.environ,
             "PGRECALL_DATABASE_URL": db_url,
@@ -65,8 +64,8 @@ def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
 
 def _server(env_extra: dict[str, str], tmp_path, *args: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pgrecall.cli", "mcp", *args],
+        command=COMMAND[0],
+        args=[*COMMAND[1:], "mcp", *args],
         env={
             **os.environ,
             "PGRECALL_HOME": str(tmp_path / "home"),
