@@ -45,7 +45,7 @@ def test_each_folder_is_a_marker_with_its_timeout_and_a_tests_own_timeout_wins(s
     result = suite.runpytest_inprocess("-s", "-q", "-m", "unit or integration or system")
     result.assert_outcomes(passed=9)
     timeouts = [line.split("TIMEOUT ")[1] for line in result.outlines if "TIMEOUT " in line]
-    assert timeouts == ["120", "300", "7", "300", "300", "7", "30", "300", "7"]  # integration, system, unit
+    assert timeouts == ["180", "300", "7", "300", "300", "7", "30", "300", "7"]  # integration, system, unit
     assert suite.runpytest_inprocess("-q", "-m", "unit").parseoutcomes() == {"passed": 3, "deselected": 6}
 
 
