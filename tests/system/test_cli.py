@@ -43,12 +43,20 @@ def test_index_then_search_json(cli_env, tmp_path):
     [
         (["search", "   "], "pgrecall: error: the query is empty"),
         (["search", "x", "-k", "0"], "pgrecall: error: k must be an integer"),
-        (["index", "/no/such/folder"], "pgrecall: error: no such file or folder: /no/such/folder"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args, message):
     """Refused before any connection: with an unreachable database, the error is still the input's."""
-    result = pgrecall(*args, env=environment(UNREACHABLE))
+    _assert_one_line(pgrecall(*args, env=environment(UNREACHABLE)), message)
+
+
+def test_a_missing_folder_to_index_is_one_line(cli_env):
+    """index connects to the database before it looks at its paths: this one needs a database."""
+    result = pgrecall("index", "/no/such/folder", env=cli_env)
+    _assert_one_line(result, "pgrecall: error: no such file or folder: /no/such/folder")
+
+
+def _assert_one_line(result, message: str) -> None:
     assert result.returncode == 1
     assert result.stderr.strip() == message or result.stderr.strip().startswith(message)
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
