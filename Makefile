@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PY := $(VENV)/bin/python
 
-.PHONY: install run test test-fast bench clean
+.PHONY: install run test test-fast test-integration test-system bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,15 @@ run: install
 test: install
 	$(PY) -m pytest
 
+# The unit tier (no database, no model, no process) but its few slow tests; seconds.
 test-fast: install
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest tests/unit -m "not slow"
+
+test-integration: install
+	$(PY) -m pytest tests/integration
+
+test-system: install
+	$(PY) -m pytest tests/system
 
 bench: install
 	$(PY) bench/index_bench.py

@@ -2,6 +2,10 @@
 
 The schema is migrated once per session into a template database; each test
 that needs the database gets its own copy (CREATE DATABASE ... TEMPLATE).
+
+Tests come in tiers by folder: unit (no database, no model, no process), integration
+(the database and the model, in this process), system (processes started by the test).
+Each tier is a marker of the same name with a timeout of its own.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import asyncio
 import itertools
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -19,9 +24,12 @@ import pytest
 from psycopg import sql
 
 from pgrecall import database
+from pgrecall.embedder_base import LocalEmbedder
 from pgrecall.embedding import embedder_for
 from pgrecall.migrate import migrate
 from pgrecall.settings import Settings, load_settings
+
+pytest_plugins = ["pytester"]  # tests/system/test_tiers.py runs a suite of its own
 
 TEMPLATE = "pgrecall_test_template"
 # Every test has a home of its own; the ONNX files exported from the model are shared by all
@@ -29,6 +37,51 @@ TEMPLATE = "pgrecall_test_template"
 # export per home. Kept between runs: each file is checked against the weights' checksum.
 os.environ.setdefault("PGRECALL_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "pgrecall-test-models"))
 _counter = itertools.count()
+
+TIERS = {"unit": 30, "integration": 180, "system": 300}  # tier: seconds a test may take, setup included
+SLOW = 300  # seconds for a test marked slow, in any tier (the bound every test had before tiers)
+_running_tier: str | None = None  # the tier of the test being set up or run
+
+
+def tier_of(item: pytest.Item) -> str | None:
+    """The tier folder a test is in (tests/<tier>/...), None outside them."""
+    here = Path(__file__).parent
+    parts = item.path.relative_to(here).parts if item.path.is_relative_to(here) else ()
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(item)
+        if tier is None:
+            continue
+        item.add_marker(tier)
+        if item.get_closest_marker("timeout") is None:  # a test's own timeout wins
+            item.add_marker(pytest.mark.timeout(SLOW if item.get_closest_marker("slow") else TIERS[tier]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _running_tier
+    _running_tier = tier_of(item)
+    if _running_tier == "unit" and "server_url" in item.fixturenames:
+        pytest.fail("a unit test must not use the database: move it to tests/integration", pytrace=False)
+
+
+def _refused_in_unit_tier(what: str):
+    def refuse(*args, **kwargs):
+        pytest.fail(f"a unit test must not {what}: move it to tests/integration or tests/system", pytrace=False)
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def unit_tier_guard(request, monkeypatch):
+    """A unit test that loads the model or starts a process fails at once instead of being slow."""
+    if tier_of(request.node) != "unit":
+        return
+    monkeypatch.setattr(LocalEmbedder, "_loaded_model", _refused_in_unit_tier("load the model"))
+    monkeypatch.setattr(subprocess.Popen, "__init__", _refused_in_unit_tier("start a process"))
 
 
 def _with_database(url: str, name: str) -> str:
@@ -53,6 +106,8 @@ def embedded_server_settings():
 @pytest.fixture(scope="session")
 def server_url(embedded_server_settings):
     """Admin URL of a PostgreSQL server with pgvector, started for the session if embedded."""
+    if _running_tier == "unit":
+        pytest.fail("a unit test must not use the database: move it to tests/integration", pytrace=False)
     if embedded_server_settings is None:
         return os.environ["PGRECALL_TEST_DATABASE_URL"]
     return database.start_embedded(embedded_server_settings)
@@ -96,6 +151,14 @@ def isolated_home(tmp_path, monkeypatch):
     """No test touches the user's data directory or a configured server."""
     monkeypatch.setenv("PGRECALL_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PGRECALL_DATABASE_URL", raising=False)
+
+
+@pytest.fixture
+def cli_env(db_url, tmp_path):
+    """The environment of a CLI process on this test's database and home (tests.support.cli)."""
+    from tests.support.cli import cli_env
+
+    return cli_env(db_url, tmp_path / "home")
 
 
 @pytest.fixture(scope="session")

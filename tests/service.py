@@ -7,11 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psycopg
+
+from tests.support.cli import start_cli
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, message: str = "condition"):
@@ -31,9 +32,7 @@ class Process:
     def __init__(self, args: list[str], env: dict[str, str], log_path: Path):
         self.log_path = log_path
         self.log_file = open(log_path, "ab")  # noqa: SIM115 (closed by stop or kill)
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "pgrecall.cli", *args], env=env, stdout=self.log_file, stderr=subprocess.STDOUT
-        )
+        self.popen = start_cli(*args, env=env, stdout=self.log_file, stderr=subprocess.STDOUT)
 
     def events(self, name: str | None = None) -> list[dict]:
         found = []

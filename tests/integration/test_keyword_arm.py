@@ -1,0 +1,292 @@
+"""The keyword arm reads its postings alone (0014) and ranks exactly as the query before it.
+
+The reference is the keyword arm as it was before 0014 (kept below, verbatim): it looked each
+posting's chunk and document up in their tables. Over a real corpus (SciFact abstracts written
+through the real write path) both must give the same (chunk, score) lists, with and without
+filters, on an index migrated from 0013 and on one written since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from pgrecall import database
+from pgrecall.api import store as read_store
+from pgrecall.embedding import DIMENSIONS
+from pgrecall.migrate import bundled_migrations, migrate
+from pgrecall.worker import store
+from pgrecall.worker.adapters import markdown
+from pgrecall.worker.chunk import chunk_sections
+from tests.support.statistics import rows
+
+SCIFACT = Path("/work/shared/data/scifact")
+DOCUMENTS = 300
+QUERIES = 50
+ROOT = "/keyword-arm-test"
+FILTERS = [None, {"path_prefix": "b/"}, {"path_prefix": "a/", "kind": "markdown"}]
+
+# The keyword arm before 0014, verbatim.
+OLD_KEYWORD_ARM = """
+WITH totals AS (
+    SELECT sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
+           sum(document_count)::bigint AS document_count
+    FROM (
+        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+        UNION ALL
+        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
+    ) t
+),
+stats AS (
+    SELECT chunk_count::float8 AS chunks,
+           greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
+           document_count::float8 AS documents,
+           greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
+    FROM totals
+),
+query_terms AS (
+    SELECT q.term, ts.df, ts.document_df
+    FROM (
+        SELECT DISTINCT term
+        FROM unnest(tsvector_to_array(
+                 to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+             )) AS u(term)
+    ) q
+    CROSS JOIN LATERAL (
+        SELECT sum(df)::integer AS df, sum(document_df)::integer AS document_df
+        FROM (
+            SELECT df, document_df FROM pgrecall.term_stats WHERE term = q.term
+            UNION ALL
+            SELECT df, document_df FROM pgrecall.term_stat_deltas WHERE term = q.term
+        ) d
+    ) ts
+    WHERE ts.df > 0
+),
+matches AS (
+    SELECT q.term, q.df, q.document_df, m.chunk_id, m.tf, c.document_id, c.term_count
+    FROM query_terms q
+    CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf
+        FROM pgrecall.postings p
+        {filter_joins}
+        WHERE p.term = q.term AND {document_filter}
+        ORDER BY p.impact DESC
+        LIMIT %(depth)s
+    ) m
+    JOIN pgrecall.chunks c ON c.id = m.chunk_id
+),
+chunk_scores AS (
+    SELECT m.chunk_id, m.document_id,
+           sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
+               * m.tf * (%(k1)s + 1)
+               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.term_count / s.chunk_length))) AS score
+    FROM matches m CROSS JOIN stats s
+    GROUP BY m.chunk_id, m.document_id
+),
+document_terms AS (
+    SELECT document_id, term, max(document_df) AS document_df, sum(tf) AS tf
+    FROM matches
+    GROUP BY document_id, term
+),
+document_scores AS (
+    SELECT t.document_id,
+           sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
+               * t.tf * (%(k1)s + 1)
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.term_count / s.document_length))) AS score
+    FROM document_terms t
+    JOIN pgrecall.documents d ON d.id = t.document_id
+    CROSS JOIN stats s
+    GROUP BY t.document_id
+),
+best_chunks AS (
+    SELECT DISTINCT ON (document_id) document_id, chunk_id
+    FROM chunk_scores
+    ORDER BY document_id, score DESC, chunk_id
+)
+SELECT b.chunk_id, ds.score
+FROM best_chunks b
+JOIN document_scores ds ON ds.document_id = b.document_id
+ORDER BY ds.score DESC, b.chunk_id
+LIMIT %(limit)s
+"""
+
+# How the write path wrote postings before 0014 (no document or lengths), verbatim.
+OLD_INSERT_POSTINGS = """
+INSERT INTO pgrecall.postings (term, chunk_id, tf, impact)
+SELECT l.lexeme, c.id, l.tf,
+       l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length))
+FROM pgrecall.chunks c
+CROSS JOIN LATERAL (
+    SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.fts)
+) l
+CROSS JOIN (
+    SELECT coalesce(sum(term_total)::bigint::float8 / nullif(sum(chunk_count)::bigint, 0),
+                    %(default_average_length)s) AS average_length
+    FROM (
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stats
+        UNION ALL
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas
+    ) t
+) a
+WHERE c.document_id = %(document_id)s
+"""
+
+# Each posting's carried values against the rows they come from: no row may differ.
+STALE_POSTINGS = """
+SELECT count(*) FROM pgrecall.postings p
+JOIN pgrecall.chunks c ON c.id = p.chunk_id
+JOIN pgrecall.documents d ON d.id = c.document_id
+WHERE (p.document_id, p.chunk_length, p.document_length) IS DISTINCT FROM (c.document_id, c.term_count, d.term_count)
+"""
+
+
+@pytest.fixture(scope="module")
+def scifact():
+    """(abstracts, test queries) of SciFact; the test needs the real corpus."""
+    if not (SCIFACT / "corpus.jsonl").exists():
+        pytest.skip(f"SciFact is not at {SCIFACT}")
+    with (SCIFACT / "corpus.jsonl").open() as corpus:
+        abstracts = [json.loads(line) for _, line in zip(range(DOCUMENTS), corpus, strict=False)]
+    tested = {line.split("\t")[0] for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    lines = (SCIFACT / "queries.jsonl").read_text().splitlines()
+    queries = [q["text"] for line in lines if (q := json.loads(line))["_id"] in tested]
+    return abstracts, queries[:QUERIES]
+
+
+def _note(path: str, text: str):
+    document = markdown.parse(path, text, hashlib.sha256(text.encode()).hexdigest())
+    # Small chunks: most abstracts become several, so a document's best chunk is a real choice.
+    chunks = chunk_sections(document.sections, lambda texts: [len(t.split()) for t in texts], max_tokens=60)
+    rng = np.random.default_rng(len(text))
+    vectors = rng.standard_normal((len(chunks), DIMENSIONS)).astype(np.float32)
+    return document, chunks, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _markdown(abstract: dict, shortened: bool = False) -> str:
+    text = abstract["text"][: len(abstract["text"]) // 3] if shortened else abstract["text"]
+    return f"# {abstract['title']}\n\n{text}\n"
+
+
+async def _write(url: str, notes: dict[str, str]) -> None:
+    conn = await psycopg.AsyncConnection.connect(url)
+    await database.configure_connection_async(conn)
+    async with conn:
+        for path, text in notes.items():
+            document, chunks, vectors = _note(path, text)
+            await store.write_document(
+                conn,
+                root=ROOT,
+                document=document,
+                chunks=chunks,
+                vectors=vectors,
+                info=None,
+                chunking="test",
+                embedding_space="keyword-arm-test",
+            )
+        await store.remove(conn, root=ROOT, path="a/removed")
+
+
+def _corpus(abstracts: list[dict]) -> dict[str, str]:
+    """Half the abstracts under a/, half under b/; a few under a/removed/ (removed after writing)."""
+    notes = {f"{'ab'[i % 2]}/{a['_id']}.md": _markdown(a) for i, a in enumerate(abstracts)}
+    notes.update({f"a/removed/{a['_id']}.md": _markdown(a) for a in abstracts[:5]})
+    return notes
+
+
+def _rewrites(abstracts: list[dict]) -> dict[str, str]:
+    """Some documents written again shorter (their length changes), one emptied (no chunks)."""
+    notes = {f"{'ab'[i % 2]}/{a['_id']}.md": _markdown(a, shortened=True) for i, a in enumerate(abstracts[:40])}
+    notes[f"b/{abstracts[1]['_id']}.md"] = "# Empty\n"
+    return notes
+
+
+def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch) -> dict:
+    """(filter, query) -> the keyword arm's (chunk id, score) list; through the old query where `sql`."""
+    results = {}
+    with monkeypatch.context() as patch:
+        if sql is not None:
+            for filtered in (False, True):
+                patch.setitem(read_store.Q, ("keyword_arm", filtered), read_store._expand(sql, filtered, "p.chunk_id"))
+        with psycopg.connect(url) as conn:
+            for filters in FILTERS:
+                for query in queries:
+                    with conn.transaction():
+                        session = read_store.ReadSession(conn, filters, ef_search=40)
+                        results[json.dumps(filters), query] = session.keyword_arm(query, limit=100, depth=1000)
+    return results
+
+
+def _assert_same(expected: dict, actual: dict) -> None:
+    """The same chunks in the same order with the same scores (within 1e-9). Only chunks of
+    near-equal scores may trade places (and places at the cut): a float sum's last bit depends on
+    the order its terms are added in, which neither query fixes (two copies of one abstract)."""
+    assert expected.keys() == actual.keys()
+    assert sum(len(hits) for hits in expected.values()) > 1000  # the comparison compares something
+    for key, hits in expected.items():
+        got = actual[key]
+        assert len(got) == len(hits), key
+        old, new = dict(hits), dict(got)
+        for chunk in old.keys() | new.keys():
+            if chunk in old and chunk in new:
+                assert new[chunk] == pytest.approx(old[chunk], rel=0, abs=1e-9), (key, chunk)
+            else:
+                assert old.get(chunk, new.get(chunk)) == pytest.approx(hits[-1][1], rel=0, abs=1e-9), (key, chunk)
+        for (old_chunk, old_score), (new_chunk, new_score) in zip(hits, got, strict=True):
+            assert new_chunk == old_chunk or new_score == pytest.approx(old_score, rel=0, abs=1e-9), (key, hits, got)
+
+
+@pytest.mark.slow
+def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_url, scifact, monkeypatch):
+    abstracts, queries = scifact
+    before = [m for m in bundled_migrations() if m.name < "0014"]
+    with database.connect(empty_db_url) as conn:
+        migrate(conn, migrations=before)
+    # An index written before 0014, by the write path of then.
+    with monkeypatch.context() as patch:
+        patch.setitem(store.Q, "insert_postings", OLD_INSERT_POSTINGS)
+        asyncio.run(_write(empty_db_url, _corpus(abstracts)))
+        asyncio.run(_write(empty_db_url, _rewrites(abstracts)))
+    reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
+
+    with database.connect(empty_db_url) as conn:
+        assert migrate(conn) == ["0014_postings_carry_lengths.sql"]
+    assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
+    _assert_same(reference, _rankings(empty_db_url, queries, None, monkeypatch))
+
+    # Written since 0014 by today's write path: documents rewritten longer again, new ones.
+    asyncio.run(_write(empty_db_url, _corpus(abstracts[:60])))
+    asyncio.run(_write(empty_db_url, {f"c/{a['_id']}.md": _markdown(a) for a in abstracts[:30]}))
+    assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
+    assert rows(empty_db_url, "SELECT count(*) FROM pgrecall.postings WHERE document_id IS NULL") == [(0,)]
+    _assert_same(
+        _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch),
+        _rankings(empty_db_url, queries, None, monkeypatch),
+    )
+
+
+def test_a_terms_postings_come_from_the_index_alone(db_url):
+    """Without a filter the keyword arm reads neither chunks nor documents: each term's
+    list is an index-only scan of postings_term_impact (0014)."""
+    with psycopg.connect(db_url) as conn:
+        conn.execute("SET enable_seqscan = off")  # a tiny table: make the planner show its index path
+        params = {
+            **read_store._filter_values(None),
+            "query": "replication lag",
+            "identifiers": [],
+            "config": "english",
+            "k1": 0.9,
+            "b": 0.4,
+            "depth": 1000,
+            "limit": 10,
+        }
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + read_store.Q[("keyword_arm", False)], params).fetchone()[0]
+    text = json.dumps(plan)
+    assert '"Index Only Scan"' in text and '"postings_term_impact"' in text
+    assert '"pgrecall.chunks"' not in text and '"chunks"' not in text
+    assert '"documents"' not in text

@@ -1,0 +1,23 @@
+"""What importing the read side loads, checked in a fresh interpreter: none of the write path."""
+
+import subprocess
+import sys
+
+
+def test_search_side_does_not_import_the_write_path():
+    code = (
+        "import sys, pgrecall.api, pgrecall.api.search;"
+        "bad = sorted(m for m in sys.modules if m.startswith(('pgrecall.worker', 'procrastinate', 'watchdog')));"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_status_module_imports_nothing_of_the_worker():
+    code = (
+        "import sys, pgrecall.status, pgrecall.api.search; "
+        "print(sorted(m for m in sys.modules if m.startswith('pgrecall.worker')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"
