@@ -93,6 +93,8 @@ def message_text(message: Any) -> tuple[str, str]:
         return "", ""
     if message.get("recipient", "all") != "all":  # the assistant addressing a tool (code to run, a search)
         return "", ""
+    if message.get("channel") not in (None, "final"):  # a reasoning model's "analysis" before its answer
+        return "", ""
     content = message.get("content")
     if not isinstance(content, dict) or content.get("content_type") not in TEXT_CONTENT_TYPES:
         return "", ""
