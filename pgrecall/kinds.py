@@ -10,9 +10,12 @@ MARKDOWN = "markdown"
 TEXT = "text"
 CLAUDE_CONVERSATION = "claude_conversation"  # one conversation of an export: "<file>#<uuid>"
 CLAUDE_EXPORT = "claude_export"  # the export file itself: a container, its conversations are its children
+CLAUDE_CODE_SESSION = "claude_code_session"  # one Claude Code transcript (.jsonl), at the file's path
+CHATGPT_CONVERSATION = "chatgpt_conversation"  # one conversation of a ChatGPT export: "<file>#<id>"
+CHATGPT_EXPORT = "chatgpt_export"  # a ChatGPT export's conversations.json: a container like CLAUDE_EXPORT
 UNSUPPORTED = "unsupported"  # a file skipped without being indexed (its type, its size, a link out of its root)
 
 # Kinds whose rows have chunks: what a search's `kind` filter may name.
-SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION)
+SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION)
 # Rows that are not documents of their own: `status` counts neither (the skipped ones apart).
-NOT_DOCUMENTS = (CLAUDE_EXPORT, UNSUPPORTED)
+NOT_DOCUMENTS = (CLAUDE_EXPORT, CHATGPT_EXPORT, UNSUPPORTED)

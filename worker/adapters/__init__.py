@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import PgRecallError, UnsupportedFile
-from pgrecall.worker.adapters import claude, markdown, text
+from pgrecall.worker.adapters import chatgpt, claude, claude_code, markdown, text
 from pgrecall.worker.document import ParsedDocument, Section
 
 
@@ -23,17 +25,23 @@ KIND_BY_SUFFIX = {
     ".md": kinds.MARKDOWN,
     ".markdown": kinds.MARKDOWN,
     ".txt": kinds.TEXT,
+    # Before reading, a .json file is taken for a Claude export; its content tells
+    # whether it is one or a ChatGPT export (Parsed.kind).
     ".json": kinds.CLAUDE_EXPORT,
+    # Claude Code sessions, by content: a .jsonl file of another kind is skipped with a reason.
+    ".jsonl": kinds.CLAUDE_CODE_SESSION,
 }
 # Kinds of file that hold documents of their own, each stored as a child row of the file's row.
-CONTAINER_KINDS = frozenset({kinds.CLAUDE_EXPORT})
+CONTAINER_KINDS = frozenset({kinds.CLAUDE_EXPORT, kinds.CHATGPT_EXPORT})
 
 
 @dataclasses.dataclass(frozen=True)
 class Parsed:
     """What a file turned out to hold."""
 
-    kind: str  # the file's kind, as kind_of(path) named it before reading
+    # The file's kind: as kind_of(path) named it before reading, except that a .json
+    # export is the kind of export its content turned out to be.
+    kind: str
     documents: list[ParsedDocument]
     # The file holds several documents (an export's conversations), each at
     # "<path>#<id>", under a row of the file's own; otherwise documents is the
@@ -117,24 +125,47 @@ def unsupported_reason(path: str) -> str:
     return f"unsupported file type {suffix or '(no extension)'!r}"
 
 
-def _read(kind: str, path: str, decoded: str, digest: str) -> list[ParsedDocument]:
+def _by_path(documents: Iterable[ParsedDocument]) -> list[ParsedDocument]:
+    """An id listed twice in an export: the later entry wins."""
+    return list({document.path: document for document in documents}.values())
+
+
+def _read_export(path: str, decoded: str) -> tuple[str, list[ParsedDocument]]:
+    """A conversation export, Claude's or ChatGPT's, told apart by its content (read once)."""
+    try:
+        value = json.loads(decoded)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if chatgpt.looks_like_chatgpt_export(value):
+        return kinds.CHATGPT_EXPORT, _by_path(chatgpt.parse_conversation(path, c) for c in value)
+    if claude.looks_like_export(value):
+        return kinds.CLAUDE_EXPORT, _by_path(claude.parse_conversation(path, c) for c in value)
+    raise UnsupportedFile("JSON file that is not a Claude or ChatGPT conversation export")
+
+
+def _read(
+    kind: str, path: str, decoded: str, digest: str, include_tool_results: bool
+) -> tuple[str, list[ParsedDocument]]:
     if kind == kinds.MARKDOWN:
-        return [markdown.parse(path, decoded, digest)]
+        return kind, [markdown.parse(path, decoded, digest)]
     if kind == kinds.TEXT:
-        return [text.parse(path, decoded, digest)]
+        return kind, [text.parse(path, decoded, digest)]
     if kind == kinds.CLAUDE_EXPORT:
-        return claude.parse_export(path, decoded)
+        return _read_export(path, decoded)
+    if kind == kinds.CLAUDE_CODE_SESSION:
+        return kind, [claude_code.parse_session(path, decoded, digest, include_tool_results=include_tool_results)]
     raise UnsupportedFile(unsupported_reason(path))
 
 
-def parse(path: str, data: bytes) -> Parsed:
-    """Parse the file at `path` (relative to its root). Raises UnsupportedFile or ParseError."""
+def parse(path: str, data: bytes, *, include_tool_results: bool = False) -> Parsed:
+    """Parse the file at `path` (relative to its root). Raises UnsupportedFile or ParseError.
+    `include_tool_results`: a Claude Code session's tool results are indexed too."""
     kind = kind_of(path)
     if kind == kinds.UNSUPPORTED:
         raise UnsupportedFile(unsupported_reason(path))
     decoded = decode_text(data)
     try:
-        documents = _read(kind, path, decoded, content_hash(data))
+        kind, documents = _read(kind, path, decoded, content_hash(data), include_tool_results)
     except RecursionError:
         raise ParseError("nested too deeply") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
