@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from pgrecall import kinds
 from pgrecall.cli.common import command, key_values, searcher
 from pgrecall.contract import MODES
 from pgrecall.settings import FUSIONS, Settings
@@ -39,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--no-enrich", dest="enrich", action="store_false", help="search only the query as typed (default)"
     )
     search.add_argument("--path-prefix", help="only paths starting with this (relative, or absolute)")
-    search.add_argument("--kind", help="only documents of this kind (markdown, text, claude_conversation)")
+    search.add_argument("--kind", help=f"only documents of this kind ({', '.join(kinds.SEARCHABLE)})")
     search.add_argument("--root", help="only documents of this root: its name (from serve/watch) or its absolute path")
     search.add_argument("--since", help="only documents modified since this ISO date")
     search.add_argument(

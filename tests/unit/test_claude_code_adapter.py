@@ -14,7 +14,7 @@ from pgrecall.errors import UnsupportedFile
 from pgrecall.worker import adapters
 from pgrecall.worker.adapters import claude_code
 
-FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude_code"
 SESSION_ID = "7b3e2c1a-5d4f-4e8a-9c6b-2f1e0d9c8b7a"
 SESSION = FIXTURES / f"{SESSION_ID}.jsonl"
 SUBAGENT = FIXTURES / SESSION_ID / "subagents" / "agent-a3f9c21.jsonl"

@@ -14,7 +14,7 @@ from pgrecall.errors import UnsupportedFile
 from pgrecall.worker import adapters
 from pgrecall.worker.adapters import ParseError, chatgpt
 
-EXPORT = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
+EXPORT = Path(__file__).parents[1] / "fixtures" / "chatgpt" / "conversations.json"
 FIRST = "6850a3f2-1c44-800b-9d1e-4b0c2e7f1a55"
 SECOND = "6851b004-77aa-800b-a3c2-99d0e1f2a3b4"
 
