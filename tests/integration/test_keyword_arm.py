@@ -255,7 +255,9 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
 
     with database.connect(empty_db_url) as conn:
-        assert migrate(conn) == ["0014_postings_carry_lengths.sql"]
+        through_0014 = [m for m in bundled_migrations() if m.name < "0015"]
+        assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
+        migrate(conn)  # the later ones, which touch neither postings nor statistics
     assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
     _assert_same(reference, _rankings(empty_db_url, queries, None, monkeypatch))
 

@@ -258,7 +258,7 @@ def test_without_a_reader_login_searches_fall_back_with_one_warning(fresh_passwo
 
 # The search side's SQL, read as text: only reads. (Its .sql files and the statements its modules spell out.)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WRITES = re.compile(
     r"\b(INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|ALTER|CREATE|DROP|GRANT|REVOKE|COMMENT|SECURITY|VACUUM|ANALYZE"
     r"|REINDEX|CLUSTER|REFRESH|CALL|DO|LOCK|NOTIFY|IMPORT|REASSIGN|nextval|setval|lo_\w+)\b",
