@@ -9,7 +9,8 @@ retries the job.
 
 What is decided before reading: a path whose link leads out of the root is
 skipped (and anything indexed for it removed); an unsupported type and a file
-over PGRECALL_MAX_FILE_BYTES are recorded as skipped without being read.
+over PGRECALL_MAX_FILE_BYTES are recorded as skipped without being read. A .zip
+export is read from its open file instead, bounded by PGRECALL_MAX_EXPORT_BYTES.
 """
 
 from __future__ import annotations
@@ -113,16 +114,11 @@ def _read_regular(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
     return status, data if len(data) <= limit else None
 
 
-def _open_archive(path: str) -> tuple[os.stat_result, BinaryIO, str]:
-    """(stat, open file, sha256) of a zip export: hashed as a stream, then rewound for reading."""
-    status, file = _open_regular(path)
-    try:
-        digest = hashlib.file_digest(file, "sha256").hexdigest()
-        file.seek(0)
-    except BaseException:
-        file.close()
-        raise
-    return status, file, digest
+def _stream_digest(file: BinaryIO) -> str:
+    """The sha256 of an open file read as a stream, rewound after."""
+    digest = hashlib.file_digest(file, "sha256").hexdigest()
+    file.seek(0)
+    return digest
 
 
 def _too_large(size: int, limit: int) -> str:
@@ -289,13 +285,23 @@ class Indexer:
         root, path = attempt.root, attempt.path
         attempt.stage = "read"
         try:
-            status, file, digest = await asyncio.to_thread(_open_archive, real_path)
+            status, file = await asyncio.to_thread(_open_regular, real_path)
         except FileNotFoundError:
             return await self.remove_path(root, path)
         except OSError as exc:
             return await self._fail(attempt, f"cannot read: {exc.strerror or exc}")
         with file:
-            info = attempt.info = store.FileInfo(status.st_size, mtime_of(status), digest)
+            attempt.info = store.FileInfo(status.st_size, mtime_of(status), None)
+            attempt.stage = "parse"
+            try:  # a foreign or hostile zip is told by its directory, before gigabytes are hashed
+                await asyncio.to_thread(adapters.check_archive, file, max_bytes=self.max_export_bytes)
+            except UnsupportedFile as exc:
+                return await self._skip(attempt, str(exc))
+            except ParseError as exc:
+                return await self._fail(attempt, str(exc))
+            attempt.stage = "read"
+            digest = await asyncio.to_thread(_stream_digest, file)
+            info = attempt.info = dataclasses.replace(attempt.info, content_hash=digest)
             async with self.pool.connection() as conn:
                 state = await store.document_state(conn, root, path, self.embedding_space)
                 if state is not None and state.is_current(digest, self.chunking):

@@ -218,7 +218,11 @@ def test_a_large_conversations_json_is_streamed_not_held_whole(tmp_path):
             "uuid": f"c-{n}",
             "name": f"Conversation {n}",
             "chat_messages": [
-                {"sender": "human", "text": f"question {n}", "content": [{"type": "tool_use", "input": {"q": noise.randbytes(5000).hex()}}]}
+                {
+                    "sender": "human",
+                    "text": f"question {n}",
+                    "content": [{"type": "tool_use", "input": {"q": noise.randbytes(5000).hex()}}],
+                }
             ],
         }
         for n in range(2000)
@@ -236,3 +240,23 @@ def test_a_large_conversations_json_is_streamed_not_held_whole(tmp_path):
         tracemalloc.stop()
     assert len(parsed.documents) == 2000
     assert peak < size / 4, f"peak {peak} bytes while reading an entry of {size}"
+
+
+def test_the_directory_check_refuses_foreign_and_hostile_zips_and_passes_a_good_one(tmp_path):
+    """What the pipeline asks before hashing a zip: its directory alone, nothing inflated."""
+    foreign = write_zip(tmp_path / "photos.zip", {"IMG_0001.jpg": b"\xff\xd8\xff"})
+    traversal = claude_export_zip(tmp_path / "t.zip")
+    with zipfile.ZipFile(traversal, "a") as archive:
+        archive.writestr("../x", "pwned")
+    for path, error, reason in [
+        (foreign, UnsupportedFile, "not a Claude or ChatGPT export"),
+        (traversal, ParseError, "^unsafe entry name"),
+        (_not_a_zip(tmp_path), ParseError, "^corrupt zip"),
+        (claude_export_zip(tmp_path / "big.zip"), ParseError, "^zip unpacks to"),
+    ]:
+        with open(path, "rb") as file, pytest.raises(error, match=reason):
+            adapters.check_archive(file, max_bytes=1000 if path.name == "big.zip" else 10**9)
+    with open(claude_export_zip(tmp_path / "good.zip"), "rb") as file:
+        file.seek(3)
+        adapters.check_archive(file)
+        assert file.tell() == 3

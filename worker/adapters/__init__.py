@@ -167,6 +167,18 @@ def _read(
     raise UnsupportedFile(unsupported_reason(path))
 
 
+def check_archive(file: IO[bytes], *, max_bytes: int = default("max_export_bytes")) -> None:
+    """Raises UnsupportedFile or ParseError for a zip that parse_archive would refuse, from its
+    directory alone (nothing inflated); the file is left where it was."""
+    position = file.tell()
+    try:
+        export_zip.check(file, max_bytes=max_bytes)
+    except export_zip.Refused as exc:
+        raise ParseError(str(exc)) from None
+    finally:
+        file.seek(position)
+
+
 def parse_archive(path: str, file: IO[bytes], *, max_bytes: int = default("max_export_bytes")) -> Parsed:
     """Parse the zip export open as `file` (seekable), reading at most `max_bytes` out of it.
     Raises UnsupportedFile or ParseError."""

@@ -11,6 +11,7 @@ entry's compression ratio; the bytes actually decompressed are counted as well.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import lzma
@@ -114,7 +115,8 @@ def _linked(document: ParsedDocument, project_names: dict[str, str]) -> ParsedDo
     return dataclasses.replace(document, content_hash=digest, metadata={**document.metadata, "project": name})
 
 
-def _read(path: str, archive: zipfile.ZipFile, max_bytes: int) -> tuple[str, list[ParsedDocument]]:
+def _survey(archive: zipfile.ZipFile, max_bytes: int) -> tuple[list[zipfile.ZipInfo], list[zipfile.ZipInfo]]:
+    """The projects.json and conversations.json entries, from the zip's directory alone."""
     infos = archive.infolist()
     project_entries, conversation_entries = _entries(infos, PROJECTS), _entries(infos, CONVERSATIONS)
     if not project_entries and not conversation_entries:
@@ -122,6 +124,11 @@ def _read(path: str, archive: zipfile.ZipFile, max_bytes: int) -> tuple[str, lis
             "zip file that is not a Claude or ChatGPT export (no conversations.json or projects.json)"
         )
     _check(infos, project_entries + conversation_entries, max_bytes)
+    return project_entries, conversation_entries
+
+
+def _read(path: str, archive: zipfile.ZipFile, max_bytes: int) -> tuple[str, list[ParsedDocument]]:
+    project_entries, conversation_entries = _survey(archive, max_bytes)
     budget = _Budget(max_bytes, max_bytes)
     documents: dict[str, ParsedDocument] = {}  # an id listed twice, or in two entries: the later wins
     for info in project_entries:
@@ -148,19 +155,33 @@ def _read(path: str, archive: zipfile.ZipFile, max_bytes: int) -> tuple[str, lis
     return kind, list(documents.values())
 
 
-def read(path: str, file: IO[bytes], *, max_bytes: int) -> tuple[str, list[ParsedDocument]]:
-    """The export's kind and documents from the zip open as `file` (seekable), at `path`.
-    Raises Refused (corrupt, hostile or too large), UnsupportedFile (not an export) or
-    ValueError (a conversation that cannot be read)."""
+@contextlib.contextmanager
+def _refusing() -> Iterator[None]:
+    """A broken zip or JSON entry as Refused, with the reason."""
     try:
-        with zipfile.ZipFile(file) as archive:
-            return _read(path, archive, max_bytes)
+        yield
     except RecursionError:
         raise
     except ijson.JSONError as exc:
         raise Refused(f"invalid JSON in the zip: {_line(exc)}") from None
     except _CORRUPT as exc:
         raise Refused(f"corrupt zip: {_line(exc)}") from None
+
+
+def check(file: IO[bytes], *, max_bytes: int) -> None:
+    """What the zip open as `file` says of itself, read from its directory without
+    inflating anything: raises as read() would for a zip that is corrupt, hostile, too
+    large or no export. Cheap even for a zip of gigabytes, so a foreign one is not hashed."""
+    with _refusing(), zipfile.ZipFile(file) as archive:
+        _survey(archive, max_bytes)
+
+
+def read(path: str, file: IO[bytes], *, max_bytes: int) -> tuple[str, list[ParsedDocument]]:
+    """The export's kind and documents from the zip open as `file` (seekable), at `path`.
+    Raises Refused (corrupt, hostile or too large), UnsupportedFile (not an export) or
+    ValueError (a conversation that cannot be read)."""
+    with _refusing(), zipfile.ZipFile(file) as archive:
+        return _read(path, archive, max_bytes)
 
 
 def _line(exc: BaseException) -> str:
