@@ -1,7 +1,10 @@
 """A claude.ai export zip through the real queue, workers, model and database."""
 
 import asyncio
+import json
 import zipfile
+
+import pytest
 
 from pgrecall.settings import load_settings
 from pgrecall.worker.run import run_index
@@ -89,3 +92,51 @@ def test_hostile_and_foreign_zips_are_recorded_with_a_reason_and_nothing_is_unpa
         == "zip file that is not a Claude or ChatGPT export (no conversations.json or projects.json)"
     )
     assert rows(db_url, "SELECT count(*) FROM pgrecall.documents WHERE path LIKE 'export.zip#%%'") == [(6,)]
+
+
+def _conversation(n: int) -> dict:
+    topic = ["postgres replication", "garden beds", "rust borrow checker", "bread baking", "tax forms"][n % 5]
+    return {
+        "uuid": f"0000{n:04d}-aaaa-4bbb-8ccc-{n:012d}",
+        "name": f"{topic.title()} question {n}",
+        "created_at": "2025-06-01T10:00:00Z",
+        "chat_messages": [
+            {"sender": "human", "text": "", "content": [{"type": "text", "text": f"Question {n} about {topic}?"}]},
+            {
+                "sender": "assistant",
+                "text": "",
+                "content": [{"type": "text", "text": f"Answer {n}: " + f"a detail of {topic} number {n}. " * 12}],
+            },
+        ],
+    }
+
+
+@pytest.mark.slow
+def test_a_zip_of_hundreds_of_conversations_matches_its_bare_json_and_grows_in_place(index, db_url, tmp_path):
+    conversations = [_conversation(n) for n in range(150)]
+    export = claude_export_zip(tmp_path / "zip" / "conversations-000.zip", conversations, [])
+    bare = tmp_path / "bare" / "conversations.json"
+    bare.parent.mkdir()
+    bare.write_text(json.dumps(conversations), encoding="utf-8")
+    first = index(export, bare)
+    assert first.statuses == {"indexed": 2}
+    per_file = rows(
+        db_url,
+        "SELECT p.path, count(c.id), sum(c.chunk_count) FROM pgrecall.documents p "
+        "JOIN pgrecall.documents c ON c.parent_id = p.id GROUP BY p.path ORDER BY p.path",
+    )
+    assert len(per_file) == 2 and per_file[0][1:] == per_file[1][1:] and per_file[0][1] == 150
+
+    chunk_ids = "SELECT d.path, array_agg(c.id ORDER BY c.id) FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE d.path LIKE 'conversations-000.zip#%%' GROUP BY d.path"
+    before = dict(rows(db_url, chunk_ids))
+    conversations[7]["chat_messages"].append({"sender": "human", "text": "One more thing about vacuum."})
+    conversations.append(_conversation(150))
+    claude_export_zip(export, conversations, [])
+    grown = index(export)
+    assert grown.statuses == {"indexed": 1}
+    after = dict(rows(db_url, chunk_ids))
+    edited, new = (f"conversations-000.zip#{conversations[n]['uuid']}" for n in (7, 150))
+    assert set(after) == set(before) | {new}
+    assert all(after[path] == ids for path, ids in before.items() if path != edited)  # untouched, not rewritten
+    assert 0 < grown.chunks <= len(after[edited]) + len(after[new])
+    assert_statistics_consistent(db_url)

@@ -209,6 +209,7 @@ def test_the_suffix_names_a_zip_an_export_read_from_its_file():
     assert adapters.is_archive("a/b.zip") and not adapters.is_archive("a/conversations.json")
 
 
+@pytest.mark.slow
 def test_a_large_conversations_json_is_streamed_not_held_whole(tmp_path):
     """20 MB of conversations, most of it tool input that is not indexed: reading them never
     holds the entry whole (json.loads would hold the bytes, the text and every object)."""
