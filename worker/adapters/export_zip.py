@@ -31,7 +31,7 @@ from pgrecall.worker.document import ParsedDocument
 
 CONVERSATIONS = "conversations.json"
 PROJECTS = "projects.json"
-# Conversation JSON deflates about 5 to 20 times; a bomb, hundreds to millions of times.
+# Text and JSON seldom deflate beyond tens of times; a bomb expands hundreds to millions of times.
 MAX_COMPRESSION_RATIO = 200
 # Below this, a high ratio is no threat (a few KB of blank space compresses 1000 times).
 RATIO_EXEMPT_BYTES = 1024 * 1024
