@@ -86,7 +86,7 @@ def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
             query: what to look for, in the user's words or as exact terms.
             k: how many passages to return (1-100, default 8).
             filters: optional; any of path_prefix ("projects/"), kind ("markdown", "text",
-                "claude_conversation", "claude_code_session", "chatgpt_conversation"), root (a watched folder's name; "memories" for the saved
+                "claude_conversation", "claude_code_session", "chatgpt_conversation", "claude_project"), root (a watched folder's name; "memories" for the saved
                 memories only), metadata (front matter to match, {"status": "draft"}),
                 modified_since (ISO date).
             mode: "hybrid" (default), or "keyword" for exact words only, "vector" for meaning only.

@@ -13,9 +13,10 @@ CLAUDE_EXPORT = "claude_export"  # the export file itself: a container, its conv
 CLAUDE_CODE_SESSION = "claude_code_session"  # one Claude Code transcript (.jsonl), at the file's path
 CHATGPT_CONVERSATION = "chatgpt_conversation"  # one conversation of a ChatGPT export: "<file>#<id>"
 CHATGPT_EXPORT = "chatgpt_export"  # a ChatGPT export's conversations.json: a container like CLAUDE_EXPORT
+CLAUDE_PROJECT = "claude_project"  # one project of a claude.ai export's projects.json: "<zip>#project:<uuid>"
 UNSUPPORTED = "unsupported"  # a file skipped without being indexed (its type, its size, a link out of its root)
 
 # Kinds whose rows have chunks: what a search's `kind` filter may name.
-SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION)
+SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION, CLAUDE_PROJECT)
 # Rows that are not documents of their own: `status` counts neither (the skipped ones apart).
 NOT_DOCUMENTS = (CLAUDE_EXPORT, CHATGPT_EXPORT, UNSUPPORTED)

@@ -136,6 +136,14 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "max_export_bytes",
+        "PGRECALL_MAX_EXPORT_BYTES",
+        "a .zip export may unpack to at most this many bytes of conversations and projects "
+        "(read in place, streamed; PGRECALL_MAX_FILE_BYTES does not apply to it)",
+        default=4 * 1024 * 1024 * 1024,
+        minimum=1,
+    ),
+    Setting(
         "chunk_tokens",
         "PGRECALL_CHUNK_TOKENS",
         "word pieces per chunk, heading included; capped by the model's limit",
@@ -230,6 +238,7 @@ class Settings:
     embed_backend: str
     model_cache: Path | None
     max_file_bytes: int
+    max_export_bytes: int
     chunk_tokens: int
     fusion: str
     rrf_k: int

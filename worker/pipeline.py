@@ -9,18 +9,21 @@ retries the job.
 
 What is decided before reading: a path whose link leads out of the root is
 skipped (and anything indexed for it removed); an unsupported type and a file
-over PGRECALL_MAX_FILE_BYTES are recorded as skipped without being read.
+over PGRECALL_MAX_FILE_BYTES are recorded as skipped without being read. A .zip
+export is read from its open file instead, bounded by PGRECALL_MAX_EXPORT_BYTES.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import os
 import stat as stat_module
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import psycopg
 import structlog
@@ -29,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool
 from pgrecall import kinds
 from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
-from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings
+from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
 from pgrecall.worker import adapters, scan, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
@@ -38,6 +41,7 @@ from pgrecall.worker.document import Chunk, ParsedDocument
 from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")
+DEFAULT_MAX_EXPORT_BYTES: int = default("max_export_bytes")
 
 
 # The database is away or the transaction lost a race: the job is retried.
@@ -89,19 +93,32 @@ def describe(exc: BaseException) -> str:
     return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
 
 
-def _read_regular(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
-    """(stat, content) of a regular file; content None when it is larger than `limit`.
-    Opened without following a link and without blocking (a FIFO swapped in)."""
+def _open_regular(path: str) -> tuple[os.stat_result, BinaryIO]:
+    """A regular file, opened without following a link and without blocking (a FIFO swapped in)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    with open(fd, "rb", closefd=True) as file:
-        status = os.fstat(fd)
-        if not stat_module.S_ISREG(status.st_mode):
-            raise FileNotFoundError(path)
+    file = open(os.open(path, flags), "rb", closefd=True)  # noqa: SIM115  (the caller closes it)
+    status = os.fstat(file.fileno())
+    if not stat_module.S_ISREG(status.st_mode):
+        file.close()
+        raise FileNotFoundError(path)
+    return status, file
+
+
+def _read_regular(path: str, limit: int) -> tuple[os.stat_result, bytes | None]:
+    """(stat, content) of a regular file; content None when it is larger than `limit`."""
+    status, file = _open_regular(path)
+    with file:
         if status.st_size > limit:
             return status, None
         data = file.read(limit + 1)
     return status, data if len(data) <= limit else None
+
+
+def _stream_digest(file: BinaryIO) -> str:
+    """The sha256 of an open file read as a stream, rewound after."""
+    digest = hashlib.file_digest(file, "sha256").hexdigest()
+    file.seek(0)
+    return digest
 
 
 def _too_large(size: int, limit: int) -> str:
@@ -127,6 +144,7 @@ class Indexer:
             on_outcome=on_outcome,
             chunk_tokens=settings.chunk_tokens,
             max_file_bytes=settings.max_file_bytes,
+            max_export_bytes=settings.max_export_bytes,
         )
 
     async def close(self) -> None:
@@ -140,12 +158,14 @@ class Indexer:
         *,
         chunk_tokens: int,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_export_bytes: int = DEFAULT_MAX_EXPORT_BYTES,
         on_outcome: Callable[[Outcome], None] | None = None,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
         self.chunking = chunking_signature(chunk_tokens)
         self.max_file_bytes = max_file_bytes
+        self.max_export_bytes = max_export_bytes
         self.embedder = embedder
         self.embedding_space = embedder.space
         self.batcher = batcher
@@ -220,6 +240,9 @@ class Indexer:
         attempt.stage = "detect"
         if attempt.kind == kinds.UNSUPPORTED:
             return await self._skip(attempt, adapters.unsupported_reason(path))
+        if adapters.is_archive(path):  # bounded by what it unpacks to, not by its size
+            assert entry.real_path is not None
+            return await self._index_archive(attempt, entry.real_path)
         if size is not None and size > self.max_file_bytes:
             return await self._skip(attempt, _too_large(size, self.max_file_bytes))
 
@@ -256,6 +279,42 @@ class Indexer:
         chunk_count = await self._write(attempt, parsed.documents, parent_id=None)
         outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents))
         return self._report(outcome, attempt.started)
+
+    async def _index_archive(self, attempt: _Attempt, real_path: str) -> Outcome:
+        """A zip export, read in place: hashed as a stream, its entries parsed out of the open file."""
+        root, path = attempt.root, attempt.path
+        attempt.stage = "read"
+        try:
+            status, file = await asyncio.to_thread(_open_regular, real_path)
+        except FileNotFoundError:
+            return await self.remove_path(root, path)
+        except OSError as exc:
+            return await self._fail(attempt, f"cannot read: {exc.strerror or exc}")
+        with file:
+            attempt.info = store.FileInfo(status.st_size, mtime_of(status), None)
+            attempt.stage = "parse"
+            try:  # a foreign or hostile zip is told by its directory, before gigabytes are hashed
+                await asyncio.to_thread(adapters.check_archive, file, max_bytes=self.max_export_bytes)
+            except UnsupportedFile as exc:
+                return await self._skip(attempt, str(exc))
+            except ParseError as exc:
+                return await self._fail(attempt, str(exc))
+            attempt.stage = "read"
+            digest = await asyncio.to_thread(_stream_digest, file)
+            info = attempt.info = dataclasses.replace(attempt.info, content_hash=digest)
+            async with self.pool.connection() as conn:
+                state = await store.document_state(conn, root, path, self.embedding_space)
+                if state is not None and state.is_current(digest, self.chunking):
+                    await store.touch(conn, state.id, info)
+                    return self._report(Outcome(root, path, "unchanged"), attempt.started)
+            attempt.stage = "parse"
+            try:
+                parsed = await asyncio.to_thread(adapters.parse_archive, path, file, max_bytes=self.max_export_bytes)
+            except UnsupportedFile as exc:
+                return await self._skip(attempt, str(exc))
+            except ParseError as exc:
+                return await self._fail(attempt, str(exc))
+        return await self._index_container(attempt, parsed, info)
 
     async def _index_container(self, attempt: _Attempt, parsed: adapters.Parsed, info: store.FileInfo) -> Outcome:
         """A file of several documents (an export's conversations): a row for the file,

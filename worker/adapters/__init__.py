@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from pgrecall import kinds
 from pgrecall.errors import PgRecallError, UnsupportedFile
-from pgrecall.worker.adapters import chatgpt, claude, claude_code, markdown, text
+from pgrecall.settings import default
+from pgrecall.worker.adapters import chatgpt, claude, claude_code, export_zip, markdown, text
 from pgrecall.worker.document import ParsedDocument, Section
 
 
@@ -30,6 +32,8 @@ KIND_BY_SUFFIX = {
     ".json": kinds.CLAUDE_EXPORT,
     # Claude Code sessions, by content: a .jsonl file of another kind is skipped with a reason.
     ".jsonl": kinds.CLAUDE_CODE_SESSION,
+    # A data export as downloaded (claude.ai's or ChatGPT's), read in place: see is_archive.
+    ".zip": kinds.CLAUDE_EXPORT,
 }
 # Kinds of file that hold documents of their own, each stored as a child row of the file's row.
 CONTAINER_KINDS = frozenset({kinds.CLAUDE_EXPORT, kinds.CHATGPT_EXPORT})
@@ -60,6 +64,11 @@ def kind_of(path: str) -> str:
 
 def is_supported(path: str) -> bool:
     return kind_of(path) != kinds.UNSUPPORTED
+
+
+def is_archive(path: str) -> bool:
+    """A zip export: read from the open file by parse_archive, never whole into memory."""
+    return PurePosixPath(path).suffix.lower() == ".zip"
 
 
 BINARY_PROBE_BYTES = 8192
@@ -136,6 +145,7 @@ def _read_export(path: str, decoded: str) -> tuple[str, list[ParsedDocument]]:
         value = json.loads(decoded)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    value = claude.unwrap(value)
     if chatgpt.looks_like_chatgpt_export(value):
         return kinds.CHATGPT_EXPORT, _by_path(chatgpt.parse_conversation(path, c) for c in value)
     if claude.looks_like_export(value):
@@ -157,12 +167,40 @@ def _read(
     raise UnsupportedFile(unsupported_reason(path))
 
 
+def check_archive(file: IO[bytes], *, max_bytes: int = default("max_export_bytes")) -> None:
+    """Raises UnsupportedFile or ParseError for a zip that parse_archive would refuse, from its
+    directory alone (nothing inflated); the file is left where it was."""
+    position = file.tell()
+    try:
+        export_zip.check(file, max_bytes=max_bytes)
+    except export_zip.Refused as exc:
+        raise ParseError(str(exc)) from None
+    finally:
+        file.seek(position)
+
+
+def parse_archive(path: str, file: IO[bytes], *, max_bytes: int = default("max_export_bytes")) -> Parsed:
+    """Parse the zip export open as `file` (seekable), reading at most `max_bytes` out of it.
+    Raises UnsupportedFile or ParseError."""
+    try:
+        kind, documents = export_zip.read(path, file, max_bytes=max_bytes)
+    except export_zip.Refused as exc:
+        raise ParseError(str(exc)) from None
+    except RecursionError:
+        raise ParseError("nested too deeply") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ParseError(f"{type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
+    return Parsed(kind, [clean_document(document) for document in documents], True)
+
+
 def parse(path: str, data: bytes, *, include_tool_results: bool = False) -> Parsed:
     """Parse the file at `path` (relative to its root). Raises UnsupportedFile or ParseError.
     `include_tool_results`: a Claude Code session's tool results are indexed too."""
     kind = kind_of(path)
     if kind == kinds.UNSUPPORTED:
         raise UnsupportedFile(unsupported_reason(path))
+    if is_archive(path):
+        return parse_archive(path, io.BytesIO(data))
     decoded = decode_text(data)
     try:
         kind, documents = _read(kind, path, decoded, content_hash(data), include_tool_results)

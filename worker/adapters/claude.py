@@ -20,11 +20,28 @@ def looks_like_export(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(c, dict) and "chat_messages" in c for c in value)
 
 
+def unwrap(value: Any) -> Any:
+    """Older exports wrap the conversations in an object ({"account": ..., "conversations": [...]});
+    today's are the bare array."""
+    if isinstance(value, dict) and isinstance(value.get("conversations"), list):
+        return value["conversations"]
+    return value
+
+
+def project_uuid(conversation: dict[str, Any]) -> str | None:
+    """The project a conversation belongs to, where the export says so: `project_uuid`,
+    or a `project` object with its `uuid`."""
+    project = conversation.get("project")
+    value = conversation.get("project_uuid") or (project.get("uuid") if isinstance(project, dict) else None)
+    return value.strip()[:MAX_UUID_CHARS] if isinstance(value, str) and value.strip() else None
+
+
 def parse_export(path: str, text: str) -> list[ParsedDocument]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    value = unwrap(value)
     if not looks_like_export(value):
         raise UnsupportedFile("JSON file that is not a Claude conversation export")
     documents: dict[str, ParsedDocument] = {}
@@ -86,16 +103,60 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
                 file_name = _string(attachment.get("file_name")) or "attachment"
                 sections.append(Section(heading=f"{name} > attachment {file_name}", text=extracted))
     canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    metadata: dict[str, Any] = {
+        "conversation_uuid": uuid,
+        "created_at": conversation.get("created_at") if isinstance(conversation.get("created_at"), str) else None,
+        "updated_at": conversation.get("updated_at") if isinstance(conversation.get("updated_at"), str) else None,
+        "messages": len(messages),
+    }
+    if project := project_uuid(conversation):
+        metadata["project_uuid"] = project
     return ParsedDocument(
         path=f"{path}#{uuid}",
         kind=kinds.CLAUDE_CONVERSATION,
         title=name,
         content_hash=hashlib.sha256(canonical).hexdigest(),
         sections=sections,
+        metadata=metadata,
+    )
+
+
+def parse_project(path: str, project: dict[str, Any]) -> ParsedDocument:
+    """One project of projects.json: its name, description, prompt template (the project's
+    instructions) and the text of its docs, each a section."""
+    if not isinstance(project, dict):
+        raise ValueError("a project is not an object")
+    uuid = _string(project.get("uuid"))
+    if not uuid:
+        raise ValueError("a project has no uuid")
+    if len(uuid) > MAX_UUID_CHARS:
+        raise ValueError(f"a project's uuid is longer than {MAX_UUID_CHARS} characters")
+    name = _string(project.get("name")) or "Untitled project"
+    sections = [
+        Section(heading=f"{name} > {label}", text=text)
+        for label, text in (
+            ("description", _string(project.get("description"))),
+            ("prompt template", _string(project.get("prompt_template"))),
+        )
+        if text
+    ]
+    docs = [d for d in _list(project.get("docs")) if isinstance(d, dict)]
+    for doc in docs:
+        content = _string(doc.get("content"))
+        if content:
+            file_name = _string(doc.get("filename")) or "document"
+            sections.append(Section(heading=f"{name} > doc {file_name}", text=content))
+    canonical = json.dumps(project, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return ParsedDocument(
+        path=f"{path}#project:{uuid}",
+        kind=kinds.CLAUDE_PROJECT,
+        title=name,
+        content_hash=hashlib.sha256(canonical).hexdigest(),
+        sections=sections,
         metadata={
-            "conversation_uuid": uuid,
-            "created_at": conversation.get("created_at") if isinstance(conversation.get("created_at"), str) else None,
-            "updated_at": conversation.get("updated_at") if isinstance(conversation.get("updated_at"), str) else None,
-            "messages": len(messages),
+            "project_uuid": uuid,
+            "created_at": project.get("created_at") if isinstance(project.get("created_at"), str) else None,
+            "updated_at": project.get("updated_at") if isinstance(project.get("updated_at"), str) else None,
+            "docs": len(docs),
         },
     )
