@@ -83,7 +83,10 @@ async def reconcile(
     present = {path: entry.size_and_mtime for path, entry in entries.items()}
     async with pool.connection() as conn:
         indexed = await store.file_states(conn, root_text, embedding_space)
+        archived = await store.archived_files(conn, root_text)
     changed, vanished = plan(present, indexed, chunking)
+    # Kept after the source deleted them (worker/archive.py): removed once their copy is gone too.
+    copies_gone = await asyncio.to_thread(lambda: [a.path for a in archived if not Path(a.copy).is_file()])
     report = Reconciliation(root=root_text, files=len(present))
 
     moves: list[tuple[str, str]] = []
@@ -100,7 +103,7 @@ async def reconcile(
     moved_from = {source for source, _ in moves}
     moved_to = {destination for _, destination in moves}
     to_index = [path for path in changed if path not in moved_to]
-    to_remove = [path for path in vanished if path not in moved_from]
+    to_remove = [path for path in vanished if path not in moved_from] + copies_gone
 
     for source, destination in moves:
         report.enqueued += await tasks.enqueue_move(app, root_text, source, destination)
