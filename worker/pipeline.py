@@ -181,14 +181,15 @@ class Indexer:
     async def _archive(self, conn, folder: Path, root: str, path: str) -> Outcome:
         """Gone from an archive root: each file at or under `path` with a copy is kept, marked
         archived; one without (its copy deleted, or never indexed) is removed."""
-        kept = removed = 0
+        kept, removed = [], 0
         for file in await store.files_at_or_under(conn, root, path):
             if await asyncio.to_thread(archive.has_copy, folder, file):
-                kept += await store.archive_file(conn, root, file, str(archive.copy_path(folder, file)))
+                await store.archive_file(conn, root, file, str(archive.copy_path(folder, file)))
+                kept.append(file)
             else:
                 removed += await store.remove(conn, root=root, path=file, exact=True)
-        status = "removed" if removed or not kept else "archived"
-        return Outcome(root, path, status, documents=kept + removed)
+        status = "archived" if kept and not removed else "removed"
+        return Outcome(root, path, status, documents=len(kept) + removed)
 
     async def _keep(self, folder: Path, attempt: _Attempt, data: bytes) -> None:
         """A file of an archive root, there at its source: its copy is current, it is not archived."""
@@ -264,11 +265,13 @@ class Indexer:
         async with self.pool.connection() as conn:
             state = await store.document_state(conn, root, path, self.embedding_space)
             folder = await store.archive_folder(conn, root)
-            if state is not None and state.is_current(info.content_hash, self.chunking):
+            unchanged = state is not None and state.is_current(info.content_hash, self.chunking)
+            if unchanged:
                 await store.touch(conn, state.id, info)
-                if folder is not None:
-                    await self._keep(Path(folder), attempt, data)
-                return self._report(Outcome(root, path, "unchanged"), attempt.started)
+        if unchanged:
+            if folder is not None:  # after the touch is committed: _keep updates the same row
+                await self._keep(Path(folder), attempt, data)
+            return self._report(Outcome(root, path, "unchanged"), attempt.started)
 
         attempt.stage = "parse"
         try:

@@ -246,7 +246,8 @@ SELECT id FROM pgrecall.documents WHERE parent_id = %(parent_id)s AND path = ANY
 DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 
 -- indexed_paths --
-SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
+-- Archived files (worker/archive.py) are not the folder's any more.
+SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND NOT metadata ? 'archived_at'
 
 -- file_states --
 -- other_space as in document_state.
@@ -324,9 +325,9 @@ FOR UPDATE
 SELECT archive_folder FROM pgrecall.roots WHERE path = %(root)s AND archive_folder IS NOT NULL
 
 -- files_at_or_under --
--- The files (not conversations) at path or, for a folder, below it, not yet archived.
+-- The files (not conversations) at path or, for a folder, below it, archived ones too.
 SELECT path FROM pgrecall.documents
-WHERE source_root = %(root)s AND parent_id IS NULL AND NOT metadata ? 'archived_at'
+WHERE source_root = %(root)s AND parent_id IS NULL
   AND (path = %(path)s OR starts_with(path, %(path)s || '/'))
 
 -- archive_file --
