@@ -32,7 +32,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "sources",
         None,
         help="add, list or remove the folders serve follows (the [[roots]] of the config file)",
-        epilog="example: pgrecall sources add claude-code; pgrecall sources list",
+        epilog="examples: pgrecall sources add claude-code [--path FOLDER] [--name NAME]\n"
+        "          pgrecall sources list [--json]\n"
+        "          pgrecall sources remove NAME",
     )
     actions = sources.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="add a known source as a root", description=_add_description())

@@ -75,6 +75,8 @@ def test_a_session_deleted_at_the_source_stays_searchable_until_its_copy_is_dele
     hits = searcher.search("how deep must a raised bed be for carrots", k=3)
     assert hits[0].path == f"{project}/{CARROTS}"
     assert hits[0].metadata["archived_at"]
+    document = searcher.get_document(f"{project}/{CARROTS}")
+    assert document is not None and document.metadata["archive_copy"] == str(archive / project / CARROTS)
     with psycopg.connect(db_url) as conn:
         (root_status,) = [r for r in status.report(conn, settings)["roots"] if r["path"] == str(projects)]
     assert root_status["archived"] == 2 and root_status["archive_folder"] == str(archive)
@@ -130,3 +132,13 @@ def test_tool_results_are_indexed_only_when_the_setting_says_so(projects, db_url
         )
     assert "How deep must a raised bed be" in text
     assert ("30 cm of loose soil" in text) is found  # the Task tool's result
+
+
+def test_a_subagents_transcript_is_found_under_its_parent_sessions_id(projects, index, searcher):
+    index(projects)
+    session_id = VACUUM.removesuffix(".jsonl")
+    hits = searcher.search("dead tuples vacuum", k=10, filters={"metadata": {"session_id": session_id}})
+    paths = {hit.path for hit in hits}
+    assert paths == {f"-home-ada-src-shop/{VACUUM}", f"-home-ada-src-shop/{SUBAGENT}"}
+    subagent = next(hit for hit in hits if hit.path.endswith(SUBAGENT))  # hits are chunks
+    assert subagent.metadata["parent_session_id"] == session_id and subagent.metadata["agent_id"] == "a3f9c21"
