@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The side that writes: the indexer and its queue, the migrator and what it provisions.
 MIGRATING = {"pgrecall.migrate", "pgrecall.reader_login"}
