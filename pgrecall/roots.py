@@ -9,6 +9,11 @@ path = "~/notes"
 name = "claude"
 path = "~/Downloads/claude-export"
 
+[[roots]]
+name = "claude-code"
+path = "~/.claude/projects"
+archive = true   # keep what the source deletes, under PGRECALL_HOME/archive/claude-code/
+
 [memory]
 folder = "~/memories"   # default: memories/ in the data directory; never inside a root
 """
@@ -26,6 +31,15 @@ from pgrecall.errors import ConfigurationError, InvalidInput
 class Root:
     name: str
     path: Path
+    archive: bool = False  # files deleted at the source are kept (archive_folder)
+
+
+ARCHIVE_FOLDER = "archive"
+
+
+def archive_folder(home: Path, root: Root) -> Path | None:
+    """Where an archive root's copies live: PGRECALL_HOME/archive/<name>; None for another root."""
+    return home / ARCHIVE_FOLDER / root.name if root.archive else None
 
 
 def from_arguments(paths: list[str]) -> list[Root]:
@@ -98,11 +112,22 @@ def from_config(config_file: Path) -> list[Root]:
         path = _config_path(config_file, entry["path"])
         if not path.is_dir():
             raise ConfigurationError(f"{config_file}: root {entry['path']} is not a folder")
-        roots.append(Root(str(entry.get("name") or path.name), path))
+        archive = entry.get("archive", False)
+        if not isinstance(archive, bool):
+            raise ConfigurationError(f"{config_file}: roots entry {number}: archive must be true or false")
+        name = str(entry.get("name") or path.name)
+        if archive and not is_plain_name(name):
+            raise ConfigurationError(f"{config_file}: archive root name {name!r} must be a plain folder name")
+        roots.append(Root(name, path, archive))
     names = [root.name for root in roots]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"{config_file}: root names must be unique")
     return roots
+
+
+def is_plain_name(name: str) -> bool:
+    """A name that is one folder of its own under PGRECALL_HOME/archive: no separator, not hidden, not `..`."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".") and "\x00" not in name
 
 
 def resolve(paths: list[str], config_file: Path | None, required: bool = True) -> list[Root]:

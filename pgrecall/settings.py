@@ -197,6 +197,13 @@ SETTINGS: tuple[Setting, ...] = (
         default=30,
         minimum=2,
     ),
+    Setting(
+        "session_tool_results",
+        "PGRECALL_SESSION_TOOL_RESULTS",
+        "index the tool results of Claude Code sessions too",
+        default="off",
+        choices=("off", "on"),
+    ),
 )
 
 _BY_FIELD = {setting.field: setting for setting in SETTINGS}
@@ -248,6 +255,7 @@ class Settings:
     config_file: Path
     reconcile_seconds: int
     stalled_seconds: int
+    session_tool_results: str
 
     @property
     def embedded(self) -> bool:

@@ -101,6 +101,8 @@ def report(
                 "name": root["name"],
                 "path": root["path"],
                 "indexed": root["indexed"],
+                "archived": root["archived"],
+                "archive_folder": root["archive_folder"],
                 "files": files,
                 "last_indexed_at": root["last_indexed_at"],
                 "watch_mode": root["watch_mode"],

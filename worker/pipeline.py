@@ -33,7 +33,7 @@ from pgrecall import kinds
 from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
-from pgrecall.worker import adapters, scan, store
+from pgrecall.worker import adapters, archive, scan, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
@@ -145,6 +145,7 @@ class Indexer:
             chunk_tokens=settings.chunk_tokens,
             max_file_bytes=settings.max_file_bytes,
             max_export_bytes=settings.max_export_bytes,
+            include_tool_results=settings.session_tool_results == "on",
         )
 
     async def close(self) -> None:
@@ -160,6 +161,7 @@ class Indexer:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_export_bytes: int = DEFAULT_MAX_EXPORT_BYTES,
         on_outcome: Callable[[Outcome], None] | None = None,
+        include_tool_results: bool = False,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
@@ -170,6 +172,7 @@ class Indexer:
         self.embedding_space = embedder.space
         self.batcher = batcher
         self.on_outcome = on_outcome
+        self.include_tool_results = include_tool_results  # PGRECALL_SESSION_TOOL_RESULTS
 
     def _report(self, outcome: Outcome, started: float) -> Outcome:
         fields = {
@@ -189,8 +192,31 @@ class Indexer:
     async def remove_path(self, root: str, path: str) -> Outcome:
         started = time.perf_counter()
         async with self.pool.connection() as conn:
+            folder = await store.archive_folder(conn, root)
+            if folder is not None:
+                return self._report(await self._archive(conn, Path(folder), root, path), started)
             removed = await store.remove(conn, root=root, path=path)
         return self._report(Outcome(root, path, "removed", documents=removed), started)
+
+    async def _archive(self, conn, folder: Path, root: str, path: str) -> Outcome:
+        """Gone from an archive root: each file at or under `path` with a copy is kept, marked
+        archived; one without (its copy deleted, or never indexed) is removed."""
+        kept, removed = [], 0
+        for file in await store.files_at_or_under(conn, root, path):
+            if await asyncio.to_thread(archive.has_copy, folder, file):
+                await store.archive_file(conn, root, file, str(archive.copy_path(folder, file)))
+                kept.append(file)
+            else:
+                removed += await store.remove(conn, root=root, path=file, exact=True)
+        status = "archived" if kept and not removed else "removed"
+        return Outcome(root, path, status, documents=len(kept) + removed)
+
+    async def _keep(self, folder: Path, attempt: _Attempt, data: bytes) -> None:
+        """A file of an archive root, there at its source: its copy is current, it is not archived."""
+        attempt.stage = "store"
+        await asyncio.to_thread(archive.keep, folder, attempt.path, data)
+        async with self.pool.connection() as conn:
+            await store.unarchive_file(conn, attempt.root, attempt.path)
 
     async def move_path(self, root: str, source: str, destination: str) -> Outcome:
         """A renamed file or folder keeps its chunks; the files at the destination are then checked."""
@@ -261,17 +287,24 @@ class Indexer:
         info = attempt.info = dataclasses.replace(attempt.info, content_hash=adapters.content_hash(data))
         async with self.pool.connection() as conn:
             state = await store.document_state(conn, root, path, self.embedding_space)
-            if state is not None and state.is_current(info.content_hash, self.chunking):
+            folder = await store.archive_folder(conn, root)
+            unchanged = state is not None and state.is_current(info.content_hash, self.chunking)
+            if unchanged:
                 await store.touch(conn, state.id, info)
-                return self._report(Outcome(root, path, "unchanged"), attempt.started)
+        if unchanged:
+            if folder is not None:  # after the touch is committed: _keep updates the same row
+                await self._keep(Path(folder), attempt, data)
+            return self._report(Outcome(root, path, "unchanged"), attempt.started)
 
         attempt.stage = "parse"
         try:
-            parsed = await asyncio.to_thread(adapters.parse, path, data)
+            parsed = await asyncio.to_thread(adapters.parse, path, data, include_tool_results=self.include_tool_results)
         except UnsupportedFile as exc:
             return await self._skip(attempt, str(exc))
         except ParseError as exc:
             return await self._fail(attempt, str(exc))
+        if folder is not None:  # copied before it is indexed: the copy exists once the index has it
+            await self._keep(Path(folder), attempt, data)
         del data
 
         if parsed.container:

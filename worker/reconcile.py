@@ -69,6 +69,13 @@ def _hash_file(entry: scan.Entry, max_file_bytes: int) -> str | None:
     return adapters.content_hash(data) if len(data) <= max_file_bytes else None
 
 
+async def copies_gone(conn, root: str) -> list[str]:
+    """Files the root's source deleted and pgrecall kept (worker/archive.py) whose copy
+    has been deleted too: removed from the index like any deleted file."""
+    archived = await store.archived_files(conn, root)
+    return await asyncio.to_thread(lambda: [a.path for a in archived if not Path(a.copy).is_file()])
+
+
 async def reconcile(
     app: procrastinate.App,
     pool: AsyncConnectionPool,
@@ -83,6 +90,7 @@ async def reconcile(
     present = {path: entry.size_and_mtime for path, entry in entries.items()}
     async with pool.connection() as conn:
         indexed = await store.file_states(conn, root_text, embedding_space)
+        gone = await copies_gone(conn, root_text)
     changed, vanished = plan(present, indexed, chunking)
     report = Reconciliation(root=root_text, files=len(present))
 
@@ -100,7 +108,7 @@ async def reconcile(
     moved_from = {source for source, _ in moves}
     moved_to = {destination for _, destination in moves}
     to_index = [path for path in changed if path not in moved_to]
-    to_remove = [path for path in vanished if path not in moved_from]
+    to_remove = [path for path in vanished if path not in moved_from] + gone
 
     for source, destination in moves:
         report.enqueued += await tasks.enqueue_move(app, root_text, source, destination)

@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from pgrecall import database
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import Settings
-from pgrecall.worker import recovery, scan, store, tasks
+from pgrecall.worker import reconcile, recovery, scan, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
 
 log = structlog.get_logger("pgrecall.index")
@@ -82,7 +82,7 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
             if files is None:
                 present = await asyncio.to_thread(lambda r=root: list(scan.iter_files(r)))
                 indexed = await store.indexed_paths(conn, root_text)
-                gone = sorted(set(indexed) - set(present))
+                gone = sorted(set(indexed) - set(present)) + await reconcile.copies_gone(conn, root_text)
                 summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
             else:
                 present = files

@@ -26,7 +26,7 @@ from psycopg.rows import class_row
 from pgrecall import database, queries
 from pgrecall.embedding import embedder_for
 from pgrecall.errors import first_line, reason
-from pgrecall.roots import Root
+from pgrecall.roots import Root, archive_folder
 from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, statistics, store, tasks
@@ -183,7 +183,8 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
             if watch:
                 async with pool.connection() as conn:
                     for root in roots:
-                        await store.upsert_root(conn, root.name, str(root.path))
+                        folder = archive_folder(settings.home, root)
+                        await store.upsert_root(conn, root.name, str(root.path), str(folder) if folder else None)
                 tick = min(TICK_SECONDS, notifier.watchdog_interval / 2) if notifier.watchdog_interval else TICK_SECONDS
                 watcher = Watcher(
                     app, [root.path for root in roots], pool=pool, alive=notifier.keepalive, tick_seconds=tick

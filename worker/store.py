@@ -366,5 +366,40 @@ async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, desti
         return len(moved) + cursor.rowcount
 
 
-async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str) -> None:
-    await conn.execute(Q["upsert_root"], {"name": name, "path": path})
+async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str, archive_folder: str | None = None) -> None:
+    await conn.execute(Q["upsert_root"], {"name": name, "path": path, "archive_folder": archive_folder})
+
+
+async def archive_folder(conn: psycopg.AsyncConnection, root: str) -> str | None:
+    """Where the root keeps copies of its files (worker/archive.py); None for a root that is no archive."""
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["root_archive_folder"], {"root": root})
+        return await cursor.fetchone()
+
+
+async def files_at_or_under(conn: psycopg.AsyncConnection, root: str, path: str) -> list[str]:
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["files_at_or_under"], {"root": root, "path": path})
+        return await cursor.fetchall()
+
+
+async def archive_file(conn: psycopg.AsyncConnection, root: str, path: str, copy: str) -> int:
+    """Mark the file's documents archived (kept at `copy`); returns how many were marked."""
+    cursor = await conn.execute(Q["archive_file"], {"root": root, "path": path, "copy": copy})
+    return cursor.rowcount
+
+
+async def unarchive_file(conn: psycopg.AsyncConnection, root: str, path: str) -> None:
+    await conn.execute(Q["unarchive_file"], {"root": root, "path": path})
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchivedFile:
+    path: str
+    copy: str
+
+
+async def archived_files(conn: psycopg.AsyncConnection, root: str) -> list[ArchivedFile]:
+    async with conn.cursor(row_factory=class_row(ArchivedFile)) as cursor:
+        await cursor.execute(Q["archived_files"], {"root": root})
+        return await cursor.fetchall()

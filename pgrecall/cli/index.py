@@ -65,7 +65,7 @@ def summary_json(summary) -> dict:
         "removals_enqueued": summary.removals_enqueued,
         **{
             status: summary.statuses.get(status, 0)
-            for status in ("indexed", "unchanged", "removed", "skipped", "failed")
+            for status in ("indexed", "unchanged", "removed", "archived", "skipped", "failed")
         },
         "chunks": summary.chunks,
         "seconds": round(summary.seconds, 2),
@@ -84,7 +84,8 @@ def print_summary(args: argparse.Namespace, summary) -> int:
         return exit_code
     print(
         f"{result['indexed']} indexed, {result['unchanged']} unchanged, {result['removed']} removed, "
-        f"{result['skipped']} skipped, {result['failed']} failed; {result['chunks']} chunks in "
+        + (f"{result['archived']} archived, " if result["archived"] else "")
+        + f"{result['skipped']} skipped, {result['failed']} failed; {result['chunks']} chunks in "
         f"{result['seconds']} s ({result['chunks_per_second']} chunks/s)"
     )
     for outcome in summary.failures[:SHOWN_FAILURES]:

@@ -80,6 +80,8 @@ def print_roots(status: dict) -> None:
             f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
         )
         print(f"  watch:    {describe_watch(root['watch_mode'], root['watcher_seen_at'], root['last_event_at'])}")
+        if root["archive_folder"] or root["archived"]:
+            print(f"  archive:  {root['archived']} archived (deleted at the source, kept in {root['archive_folder']})")
 
 
 def run_failures(args: argparse.Namespace, settings: Settings) -> int:

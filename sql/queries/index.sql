@@ -246,7 +246,8 @@ SELECT id FROM pgrecall.documents WHERE parent_id = %(parent_id)s AND path = ANY
 DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 
 -- indexed_paths --
-SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL
+-- Archived files (worker/archive.py) are not the folder's any more.
+SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND NOT metadata ? 'archived_at'
 
 -- file_states --
 -- other_space as in document_state.
@@ -258,6 +259,7 @@ SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
        ) AS other_space
 FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
+  AND NOT d.metadata ? 'archived_at'  -- gone from the source and kept (worker/archive.py): not the folder's
 
 -- indexed_roots --
 -- The roots with files indexed (pgrecall reembed looks at each: store.file_states).
@@ -295,8 +297,8 @@ FROM unnest(%(ids)s::bigint[], %(old_paths)s::text[], %(new_paths)s::text[]) AS 
 WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 
 -- upsert_root --
-INSERT INTO pgrecall.roots (name, path) VALUES (%(name)s, %(path)s)
-ON CONFLICT (name) DO UPDATE SET path = excluded.path
+INSERT INTO pgrecall.roots (name, path, archive_folder) VALUES (%(name)s, %(path)s, %(archive_folder)s)
+ON CONFLICT (name) DO UPDATE SET path = excluded.path, archive_folder = excluded.archive_folder
 
 -- lock_documents --
 -- Of these documents, those still there, locked until commit before their statistics
@@ -317,3 +319,39 @@ SELECT id FROM pgrecall.documents
 WHERE parent_id = ANY(%(parent_ids)s) AND id <> ALL(%(locked)s)
 ORDER BY id
 FOR UPDATE
+
+-- root_archive_folder --
+-- Where an archive root keeps its copies (0019); no row for a root that is not one.
+SELECT archive_folder FROM pgrecall.roots WHERE path = %(root)s AND archive_folder IS NOT NULL
+
+-- files_at_or_under --
+-- The files (not conversations) at path or, for a folder, below it, archived ones too.
+SELECT path FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL
+  AND (path = %(path)s OR starts_with(path, %(path)s || '/'))
+
+-- archive_file --
+-- The file at path and an export's conversations, marked archived, with where the copy is.
+WITH files AS (
+    SELECT id FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND path = %(path)s
+)
+UPDATE pgrecall.documents d
+SET metadata = d.metadata || jsonb_build_object(
+    'archived_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+    'archive_copy', %(copy)s::text)
+WHERE (d.id IN (SELECT id FROM files) OR d.parent_id IN (SELECT id FROM files))
+  AND NOT d.metadata ? 'archived_at'
+
+-- unarchive_file --
+-- The file is at its source again.
+WITH files AS (
+    SELECT id FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND path = %(path)s
+)
+UPDATE pgrecall.documents d
+SET metadata = d.metadata - 'archived_at' - 'archive_copy'
+WHERE (d.id IN (SELECT id FROM files) OR d.parent_id IN (SELECT id FROM files))
+  AND d.metadata ? 'archived_at'
+
+-- archived_files --
+SELECT path, metadata ->> 'archive_copy' AS copy FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL AND metadata ? 'archived_at'

@@ -42,11 +42,13 @@ WITH known AS (
     WHERE NOT EXISTS (SELECT 1 FROM pgrecall.roots r WHERE r.path = d.source_root)
     GROUP BY d.source_root
 )
-SELECT k.name, k.path, p.indexed, p.last_indexed_at,
+SELECT k.name, k.path, p.indexed, p.archived, r.archive_folder, p.last_indexed_at,
        r.watch_mode, r.watch_mode_since, r.watcher_seen_at, r.last_event_at
 FROM known k
 CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE d.error IS NULL)::bigint AS indexed, max(d.indexed_at) AS last_indexed_at
+    SELECT count(*) FILTER (WHERE d.error IS NULL)::bigint AS indexed,
+           count(*) FILTER (WHERE d.metadata ? 'archived_at')::bigint AS archived,  -- kept, gone from the source
+           max(d.indexed_at) AS last_indexed_at
     FROM pgrecall.documents d
     WHERE d.source_root = k.path AND d.parent_id IS NULL
 ) p

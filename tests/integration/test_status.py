@@ -19,6 +19,7 @@ REPORT_FIELDS |= {"embedding_spaces"}
 QUEUE_FIELDS = {"todo", "doing", "failed", "oldest_waiting_since", "oldest_waiting_age_s", "stalled"}
 ROOT_FIELDS = {"name", "path", "indexed", "files", "last_indexed_at"}
 ROOT_FIELDS |= {"watch_mode", "watch_mode_since", "watcher_seen_at", "last_event_at"}
+ROOT_FIELDS |= {"archived", "archive_folder"}  # archive roots (worker/archive.py)
 
 
 def count_files(folder):

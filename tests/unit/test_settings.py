@@ -71,6 +71,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_FUSION_ALPHA": "0.25",
         "PGRECALL_EMBED_BACKEND": "onnx-int8",
         "PGRECALL_MODEL_CACHE": str(tmp_path / "models"),
+        "PGRECALL_SESSION_TOOL_RESULTS": "on",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -85,6 +86,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.fusion_alpha == 0.25
     assert settings.embed_backend == "onnx-int8"
     assert settings.model_cache == (tmp_path / "models").resolve()
+    assert settings.session_tool_results == "on"
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
