@@ -35,6 +35,7 @@ from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
 from pgrecall.worker.document import Chunk, ParsedDocument
+from pgrecall.worker.redact import redact_document
 from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")
@@ -108,6 +109,16 @@ def _too_large(size: int, limit: int) -> str:
     return f"file too large: {size} bytes, over PGRECALL_MAX_FILE_BYTES ({limit})"
 
 
+def _redact(root: str, parsed: adapters.Parsed) -> adapters.Parsed:
+    """Secrets out before anything is chunked; the log names the kinds and counts, never a secret."""
+    documents = [redact_document(document) for document in parsed.documents]
+    for document in documents:
+        if document.redactions:
+            count = sum(document.redactions.values())
+            log.info("secrets_redacted", root=root, path=document.path, count=count, kinds=document.redactions)
+    return dataclasses.replace(parsed, documents=documents)
+
+
 class Indexer:
     @classmethod
     def for_settings(
@@ -127,6 +138,7 @@ class Indexer:
             on_outcome=on_outcome,
             chunk_tokens=settings.chunk_tokens,
             max_file_bytes=settings.max_file_bytes,
+            redact_secrets=settings.redact_secrets,
         )
 
     async def close(self) -> None:
@@ -141,10 +153,12 @@ class Indexer:
         chunk_tokens: int,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         on_outcome: Callable[[Outcome], None] | None = None,
+        redact_secrets: bool = True,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
-        self.chunking = chunking_signature(chunk_tokens)
+        self.redact_secrets = redact_secrets
+        self.chunking = chunking_signature(chunk_tokens, redact_secrets)
         self.max_file_bytes = max_file_bytes
         self.embedder = embedder
         self.embedding_space = embedder.space
@@ -250,6 +264,8 @@ class Indexer:
         except ParseError as exc:
             return await self._fail(attempt, str(exc))
         del data
+        if self.redact_secrets:
+            parsed = await asyncio.to_thread(_redact, root, parsed)
 
         if parsed.container:
             return await self._index_container(attempt, parsed, info)
