@@ -141,7 +141,9 @@ SHAPES = (
 # An assignment, found from its operator ("=", ":", ":=", "=>") and then the name before it:
 # a pattern that starts at the name would be tried at every character of the text.
 # ("[=:][=>]?" for "=", ":", ":=", "=>": an alternation there would be three times slower.)
-_ASSIGNMENT = re.compile(r"""[=:][=>]?[ \t]*(?P<quote>["'`]?)(?P<value>[^\s"'`,;&]+)(?P=quote)""")
+# The value is a lookahead, so a match consumes only its operator: in "Note: password=hunter2"
+# the "=" is tried too once ":" has no key-like name before it.
+_ASSIGNMENT = re.compile(r"""[=:][=>]?(?=[ \t]*(?P<quote>["'`]?)(?P<value>[^\s"'`,;&]+)(?P=quote))""")
 _NAME_BEFORE = re.compile(r"""(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_.-]*)["']?[ \t]*\Z""")
 MAX_NAME_CHARS = 64
 # Not "pass" or "pwd" alone: "first pass: the parser" and "pwd: /home" are prose and shell.

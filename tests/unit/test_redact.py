@@ -43,6 +43,13 @@ def test_passwords_tokens_and_random_values_of_key_like_names_are_redacted_alone
     assert [(f.kind, text[f.start : f.end]) for f in findings] == [(kind, value)]
 
 
+def test_an_assignment_after_a_label_is_found():
+    """The value after "Note:" holds the assignment, which is looked at on its own."""
+    text = "Note: password=hunter2-blue and Step 3: token=" + _random(ALNUM, 24) + "&page=2"
+    assert [f.kind for f in redact.find_secrets(text)] == ["password", "token"]
+    assert redact.redact(text)[0] == "Note: password=[redacted: password] and Step 3: token=[redacted: token]&page=2"
+
+
 def test_a_shape_of_its_own_wins_over_the_assignment_it_is_in():
     secret = "ghp_" + _random(ALNUM, 36)
     assert redact.redact(f"token={secret}") == ("token=[redacted: github token]", [Finding("github token", 6, 46)])
