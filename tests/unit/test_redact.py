@@ -170,3 +170,12 @@ def test_turning_redaction_on_or_off_or_changing_its_patterns_changes_the_chunki
     assert chunking_signature(128, redact_secrets=False) == "v1/128"  # what documents indexed before redaction hold
     assert chunking_signature(128) == f"v1/128/redacted-v{redact.PATTERNS_VERSION}"
     assert chunking_signature(128, redact_secrets=True) != chunking_signature(64, redact_secrets=True)
+
+
+def test_what_the_readme_says_is_and_is_not_redacted():
+    token = _random(ALNUM, 12, 5)
+    assert redact.redact(f'{{"token": "{token}"}}')[0] == '{"token": "[redacted: token]"}'
+    assert redact.redact("postgres://app:Tr0ub4dor@db/shop")[0] == "postgres://app:[redacted: password in url]@db/shop"
+    not_detected = ["the password is hunter2", "pass=hunter2x", "pwd=hunter2x", f"hostname={_random(ALNUM, 32, 6)}"]
+    left_alone = ["api_key=${OPENAI_API_KEY}", "password = get_password(user)", "password: str", "secret: changeme"]
+    assert [text for text in not_detected + left_alone if redact.find_secrets(text)] == []
