@@ -109,14 +109,14 @@ def _too_large(size: int, limit: int) -> str:
     return f"file too large: {size} bytes, over PGRECALL_MAX_FILE_BYTES ({limit})"
 
 
-def _redact(root: str, parsed: adapters.Parsed) -> adapters.Parsed:
+def _redact(root: str, documents: list[ParsedDocument]) -> list[ParsedDocument]:
     """Secrets out before anything is chunked; the log names the kinds and counts, never a secret."""
-    documents = [redact_document(document) for document in parsed.documents]
-    for document in documents:
+    redacted = [redact_document(document) for document in documents]
+    for document in redacted:
         if document.redactions:
             count = sum(document.redactions.values())
             log.info("secrets_redacted", root=root, path=document.path, count=count, kinds=document.redactions)
-    return dataclasses.replace(parsed, documents=documents)
+    return redacted
 
 
 class Indexer:
@@ -264,12 +264,11 @@ class Indexer:
         except ParseError as exc:
             return await self._fail(attempt, str(exc))
         del data
-        if self.redact_secrets:
-            parsed = await asyncio.to_thread(_redact, root, parsed)
 
         if parsed.container:
             return await self._index_container(attempt, parsed, info)
-        chunk_count = await self._write(attempt, parsed.documents, parent_id=None)
+        documents = await self._redacted(attempt, parsed.documents)
+        chunk_count = await self._write(attempt, documents, parent_id=None)
         outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents))
         return self._report(outcome, attempt.started)
 
@@ -292,6 +291,7 @@ class Indexer:
             for child in children
             if (state := existing.get(child.path)) is None or not state.is_current(child.content_hash, self.chunking)
         ]
+        changed = await self._redacted(attempt, changed)
         chunk_count = await self._write(attempt, changed, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in children})
         attempt.stage = "store"
@@ -302,6 +302,14 @@ class Indexer:
             )
         outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed))
         return self._report(outcome, attempt.started)
+
+    async def _redacted(self, attempt: _Attempt, documents: list[ParsedDocument]) -> list[ParsedDocument]:
+        """The documents as they are to be stored: without their secrets, unless redaction is off.
+        Part of making documents of the file: a failure here is the parse stage's."""
+        if not self.redact_secrets or not documents:
+            return documents
+        attempt.stage = "parse"
+        return await asyncio.to_thread(_redact, attempt.root, documents)
 
     async def _write(self, attempt: _Attempt, documents: list[ParsedDocument], *, parent_id: int | None) -> int:
         """Chunk, embed and store `documents` of the attempt's file (the info it holds now)."""
