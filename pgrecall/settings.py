@@ -31,6 +31,7 @@ class Setting:
     maximum: float | None = None  # the largest value accepted, where there is one
     real: bool = False  # a number with a fraction (float) rather than an integer
     choices: tuple[str, ...] = ()  # set for settings that take one of a few words
+    flag: bool = False  # on or off: true/false (also 1/0, yes/no, on/off)
     path: bool = False  # the value is a file or folder
     computed: Callable[[], Path] | None = None  # a default found when the environment is read
     shown: str | None = None  # how --help states a default that is not a plain value
@@ -57,11 +58,18 @@ class Setting:
             if self.maximum is not None and value > self.maximum:
                 raise ConfigurationError(f"{self.variable} must be at most {self.maximum}, got {raw}")
             return value
+        if self.flag:
+            if raw.lower() not in _FLAG_WORDS:
+                raise ConfigurationError(f"{self.variable} must be true or false, got {raw!r}")
+            return _FLAG_WORDS[raw.lower()]
         if self.choices and raw not in self.choices:
             raise ConfigurationError(f"{self.variable} must be {' or '.join(self.choices)}, got {raw!r}")
         if self.path:
             return Path(raw).expanduser().resolve()
         return raw
+
+
+_FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
 
 def _user_data_dir() -> Path:
@@ -149,6 +157,15 @@ SETTINGS: tuple[Setting, ...] = (
         "word pieces per chunk, heading included; capped by the model's limit",
         default=128,
         minimum=32,
+    ),
+    Setting(
+        "redact_secrets",
+        "PGRECALL_REDACT_SECRETS",
+        "replace API keys, tokens, passwords and private keys by a marker before indexing; "
+        "changing it re-indexes every file",
+        default=True,
+        flag=True,
+        shown="true",
     ),
     Setting(
         "fusion",
@@ -247,6 +264,7 @@ class Settings:
     max_file_bytes: int
     max_export_bytes: int
     chunk_tokens: int
+    redact_secrets: bool
     fusion: str
     rrf_k: int
     fusion_alpha: float

@@ -89,7 +89,8 @@ def report(
     folder holds (the worker's scan); without it, or for a folder that is gone, `files` is None.
     With `memory_folder`, `memories` is {folder, count: the notes `count_memories(folder)` finds
     there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}.
-    With `embedding_space` (this configuration's), `documents_to_reembed` counts the documents of others."""
+    With `embedding_space` (this configuration's), `documents_to_reembed` counts the documents of others.
+    `redactions`: the secrets replaced by a marker before indexing (see redactions())."""
     status = index_status(conn)
     status["queue"] = queue_status(conn) | {"stalled": stalled_job_count(conn, settings.stalled_seconds)}
     status["roots"] = []
@@ -121,6 +122,7 @@ def report(
             "indexed": memory_count(conn, memory_folder),
         }
     status["database"] = "embedded" if settings.embedded else "external"
+    status["redactions"] = redactions(conn)
     status["embedding_spaces"] = embedding_spaces(conn)
     if embedding_space is not None:
         status["embedding_space"] = embedding_space
@@ -128,6 +130,13 @@ def report(
             s["documents"] for s in status["embedding_spaces"] if s["space"] != embedding_space
         )
     return status
+
+
+def redactions(conn: psycopg.Connection) -> dict[str, Any]:
+    """Secrets redacted before indexing: secrets, documents holding them, by_kind (kind -> secrets)."""
+    totals = _row(conn, "redaction_totals")
+    by_kind = {row["kind"]: row["secrets"] for row in _rows(conn, "redactions_by_kind")}
+    return totals | {"by_kind": by_kind}
 
 
 def embedding_spaces(conn: psycopg.Connection) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
+from pgrecall.worker import redact
 from pgrecall.worker.document import Chunk, Section
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -33,9 +34,11 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 CHUNKER_VERSION = 1
 
 
-def chunking_signature(chunk_tokens: int) -> str:
-    """What a document records about how its chunks were made."""
-    return f"v{CHUNKER_VERSION}/{chunk_tokens}"
+def chunking_signature(chunk_tokens: int, redact_secrets: bool = True) -> str:
+    """What a document records about how its chunks were made: a change of the chunker, of the
+    size, or of secret redaction (on or off, or its patterns) chunks and embeds it again."""
+    signature = f"v{CHUNKER_VERSION}/{chunk_tokens}"
+    return f"{signature}/redacted-v{redact.PATTERNS_VERSION}" if redact_secrets else signature
 
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP], which the model adds to every text

@@ -22,6 +22,7 @@ class ParsedDocument:
     content_hash: str
     sections: list[Section]
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    redactions: dict[str, int] = dataclasses.field(default_factory=dict)  # secrets replaced, by kind
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,6 +38,7 @@ from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
 from pgrecall.worker.document import Chunk, ParsedDocument
+from pgrecall.worker.redact import redact_document
 from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")
@@ -125,6 +126,16 @@ def _too_large(size: int, limit: int) -> str:
     return f"file too large: {size} bytes, over PGRECALL_MAX_FILE_BYTES ({limit})"
 
 
+def _redact(root: str, documents: list[ParsedDocument]) -> list[ParsedDocument]:
+    """Secrets out before anything is chunked; the log names the kinds and counts, never a secret."""
+    redacted = [redact_document(document) for document in documents]
+    for document in redacted:
+        if document.redactions:
+            count = sum(document.redactions.values())
+            log.info("secrets_redacted", root=root, path=document.path, count=count, kinds=document.redactions)
+    return redacted
+
+
 class Indexer:
     @classmethod
     def for_settings(
@@ -146,6 +157,7 @@ class Indexer:
             max_file_bytes=settings.max_file_bytes,
             max_export_bytes=settings.max_export_bytes,
             include_tool_results=settings.session_tool_results == "on",
+            redact_secrets=settings.redact_secrets,
         )
 
     async def close(self) -> None:
@@ -162,10 +174,12 @@ class Indexer:
         max_export_bytes: int = DEFAULT_MAX_EXPORT_BYTES,
         on_outcome: Callable[[Outcome], None] | None = None,
         include_tool_results: bool = False,
+        redact_secrets: bool = True,
     ):
         self.pool = pool
         self.chunk_tokens = chunk_tokens
-        self.chunking = chunking_signature(chunk_tokens)
+        self.redact_secrets = redact_secrets
+        self.chunking = chunking_signature(chunk_tokens, redact_secrets)
         self.max_file_bytes = max_file_bytes
         self.max_export_bytes = max_export_bytes
         self.embedder = embedder
@@ -309,7 +323,8 @@ class Indexer:
 
         if parsed.container:
             return await self._index_container(attempt, parsed, info)
-        chunk_count = await self._write(attempt, parsed.documents, parent_id=None)
+        documents = await self._redacted(attempt, parsed.documents)
+        chunk_count = await self._write(attempt, documents, parent_id=None)
         outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents))
         return self._report(outcome, attempt.started)
 
@@ -368,6 +383,7 @@ class Indexer:
             for child in children
             if (state := existing.get(child.path)) is None or not state.is_current(child.content_hash, self.chunking)
         ]
+        changed = await self._redacted(attempt, changed)
         chunk_count = await self._write(attempt, changed, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in children})
         attempt.stage = "store"
@@ -378,6 +394,14 @@ class Indexer:
             )
         outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed))
         return self._report(outcome, attempt.started)
+
+    async def _redacted(self, attempt: _Attempt, documents: list[ParsedDocument]) -> list[ParsedDocument]:
+        """The documents as they are to be stored: without their secrets, unless redaction is off.
+        Part of making documents of the file: a failure here is the parse stage's."""
+        if not self.redact_secrets or not documents:
+            return documents
+        attempt.stage = "parse"
+        return await asyncio.to_thread(_redact, attempt.root, documents)
 
     async def _write(self, attempt: _Attempt, documents: list[ParsedDocument], *, parent_id: int | None) -> int:
         """Chunk, embed and store `documents` of the attempt's file (the info it holds now)."""

@@ -14,6 +14,13 @@ import dataclasses
 import math
 import re
 from collections import Counter
+from typing import Any
+
+from pgrecall.worker.document import ParsedDocument, Section
+
+# Raise when a change to the patterns changes what is redacted: documents redacted by
+# another version are then indexed again (it is part of the chunking signature).
+PATTERNS_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +141,9 @@ SHAPES = (
 # An assignment, found from its operator ("=", ":", ":=", "=>") and then the name before it:
 # a pattern that starts at the name would be tried at every character of the text.
 # ("[=:][=>]?" for "=", ":", ":=", "=>": an alternation there would be three times slower.)
-_ASSIGNMENT = re.compile(r"""[=:][=>]?[ \t]*(?P<quote>["'`]?)(?P<value>[^\s"'`,;&]+)(?P=quote)""")
+# The value is a lookahead, so a match consumes only its operator: in "Note: password=hunter2"
+# the "=" is tried too once ":" has no key-like name before it.
+_ASSIGNMENT = re.compile(r"""[=:][=>]?(?=[ \t]*(?P<quote>["'`]?)(?P<value>[^\s"'`,;&]+)(?P=quote))""")
 _NAME_BEFORE = re.compile(r"""(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_.-]*)["']?[ \t]*\Z""")
 MAX_NAME_CHARS = 64
 # Not "pass" or "pwd" alone: "first pass: the parser" and "pwd: /home" are prose and shell.
@@ -218,3 +227,42 @@ def redact(text: str) -> tuple[str, list[Finding]]:
         position = finding.end
     parts.append(text[position:])
     return "".join(parts), findings
+
+
+def redact_document(document: ParsedDocument) -> ParsedDocument:
+    """The document with every secret of its title, headings, texts and string metadata values
+    replaced by its marker, and `redactions` counting them by kind; the same object when it has none."""
+    counts: Counter[str] = Counter()
+
+    def clean(text: str) -> str:
+        redacted, findings = redact(text)
+        counts.update(finding.kind for finding in findings)
+        return redacted
+
+    title = clean(document.title)
+    sections = [Section(clean(section.heading), clean(section.text)) for section in document.sections]
+    metadata = {key: _clean_value(key, value, counts) for key, value in document.metadata.items()}
+    if not counts:
+        return document
+    return dataclasses.replace(
+        document, title=title, sections=sections, metadata=metadata, redactions=dict(sorted(counts.items()))
+    )
+
+
+def _clean_value(key: Any, value: Any, counts: Counter[str]) -> Any:
+    """A metadata value, redacted; a string is read with its key before it ("password: hunter2"),
+    which is what makes it a password."""
+    if isinstance(value, dict):
+        return {k: _clean_value(k, v, counts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(key, item, counts) for item in value]
+    if not isinstance(value, str):
+        return value
+    prefix = f"{key}: " if isinstance(key, str) else ""
+    redacted, findings = redact(prefix + value)
+    counts.update(finding.kind for finding in findings)
+    if not findings:
+        return value
+    if redacted.startswith(prefix):
+        return redacted[len(prefix) :]
+    return marker(findings[0].kind)  # the key itself was part of a secret: none of the value stays

@@ -73,7 +73,7 @@ async def _recover_stalled_jobs(app: procrastinate.App, stalled_seconds: int) ->
 
 
 async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], settings: Settings) -> None:
-    chunking = chunking_signature(settings.chunk_tokens)
+    chunking = chunking_signature(settings.chunk_tokens, settings.redact_secrets)
     space = embedder_for(settings).space
     while True:
         for root in roots:

@@ -232,6 +232,7 @@ async def _upsert(
         "chunk_count": chunk_count,
         "chunking": chunking,
         "embedding_space": embedding_space,
+        "redactions": Jsonb(document.redactions),
     }
     cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]

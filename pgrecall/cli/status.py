@@ -57,6 +57,12 @@ def print_index(status: dict, settings: Settings) -> None:
             " the next index, serve or worker runs them again"
         )
     print(f"last index: {status['last_indexed_at'] or 'never'}")
+    redacted = status["redactions"]
+    kinds = ", ".join(f"{kind}: {count}" for kind, count in redacted["by_kind"].items())
+    print(
+        f"redacted:   {redacted['secrets']} secrets in {redacted['documents']} documents"
+        + (f" ({kinds})" if kinds else "")
+    )
     for space in status["embedding_spaces"]:
         current = " (this configuration's)" if space["space"] == status["embedding_space"] else ""
         name = space["space"] or "not recorded"

@@ -22,10 +22,11 @@ WHERE parent_id = %(parent_id)s
 -- A file of a root (parent_id NULL).
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions)
 VALUES
     (%(root)s, %(path)s, NULL, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
-     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL)
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
+     %(redactions)s)
 ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -38,17 +39,19 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     embedding_space = excluded.embedding_space,
     indexed_at = excluded.indexed_at,
     error = NULL,
-    error_stage = NULL
+    error_stage = NULL,
+    redactions = excluded.redactions
 RETURNING id
 
 -- upsert_child --
 -- A conversation of an export: unique by its path within its parent.
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
-     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL)
+     %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
+     %(redactions)s)
 ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -61,7 +64,8 @@ ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     embedding_space = excluded.embedding_space,
     indexed_at = excluded.indexed_at,
     error = NULL,
-    error_stage = NULL
+    error_stage = NULL,
+    redactions = excluded.redactions
 RETURNING id
 
 -- record_failure --

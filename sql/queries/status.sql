@@ -83,3 +83,16 @@ FROM pgrecall.documents
 WHERE chunk_count > 0
 GROUP BY embedding_space
 ORDER BY count(*) DESC, embedding_space
+
+-- redaction_totals --
+-- Secrets replaced by a marker before indexing (0016), and the documents that held them.
+SELECT coalesce(sum(r.count), 0)::bigint AS secrets, count(DISTINCT d.id)::bigint AS documents
+FROM pgrecall.documents d
+CROSS JOIN LATERAL (SELECT value::bigint AS count FROM jsonb_each_text(d.redactions)) r
+
+-- redactions_by_kind --
+SELECT r.key AS kind, sum(r.value::bigint)::bigint AS secrets
+FROM pgrecall.documents d
+CROSS JOIN LATERAL jsonb_each_text(d.redactions) r
+GROUP BY r.key
+ORDER BY r.key

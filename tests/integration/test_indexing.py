@@ -191,6 +191,7 @@ def test_chunks_respect_the_configured_size(settings, db_url, tmp_path, embedder
     import asyncio
     import dataclasses
 
+    from pgrecall.worker.chunk import chunking_signature
     from pgrecall.worker.run import run_index
 
     sentence = "Metalloproteinases degrade the extracellular matrix during tissue remodelling. "
@@ -201,7 +202,7 @@ def test_chunks_respect_the_configured_size(settings, db_url, tmp_path, embedder
         texts = [t for (t,) in rows(db_url, "SELECT heading || E'\\n\\n' || text FROM pgrecall.chunks")]
         assert len(texts) > 4
         assert max(embedder.count_tokens(texts)) <= chunk_tokens - 2  # [CLS] and [SEP] count too
-        assert rows(db_url, "SELECT DISTINCT chunking FROM pgrecall.documents") == [(f"v1/{chunk_tokens}",)]
+        assert rows(db_url, "SELECT DISTINCT chunking FROM pgrecall.documents") == [(chunking_signature(chunk_tokens),)]
         assert_statistics_consistent(db_url)
     again = asyncio.run(run_index(dataclasses.replace(settings, chunk_tokens=64), db_url, [str(root)]))
     assert again.statuses == {"unchanged": 1}

@@ -15,7 +15,7 @@ from tests.notes import ERROR_CODE_NOTES, write_notes
 
 # Every field of `pgrecall status --json`: scripts read them.
 REPORT_FIELDS = {"documents", "chunks", "failed", "skipped", "last_indexed_at", "queue", "roots", "database"}
-REPORT_FIELDS |= {"embedding_spaces"}
+REPORT_FIELDS |= {"embedding_spaces", "redactions"}
 QUEUE_FIELDS = {"todo", "doing", "failed", "oldest_waiting_since", "oldest_waiting_age_s", "stalled"}
 ROOT_FIELDS = {"name", "path", "indexed", "files", "last_indexed_at"}
 ROOT_FIELDS |= {"watch_mode", "watch_mode_since", "watcher_seen_at", "last_event_at"}

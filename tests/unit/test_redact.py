@@ -1,65 +1,19 @@
 """Secret shapes. The fake secrets are built when the tests run, from a seeded random
 source, so that no literal in the repository looks like a key to a secret scanner."""
 
-import base64
-import json
-import random
-import string
-
 import pytest
 
 from pgrecall.worker import redact
+from pgrecall.worker.chunk import chunking_signature
+from pgrecall.worker.document import ParsedDocument, Section
 from pgrecall.worker.redact import Finding
-
-ALNUM = string.ascii_letters + string.digits
-UPPER = string.ascii_uppercase + string.digits
-URLSAFE = ALNUM + "-_"
-B64 = ALNUM + "+/"
-HEX = "0123456789abcdef"
-
-
-def _random(alphabet: str, count: int, seed: int = 1) -> str:
-    source = random.Random(seed)
-    return "".join(source.choice(alphabet) for _ in range(count))
-
-
-def _b64url(value: dict) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
-
-
-def _private_key(kind: str, terminated: bool = True) -> str:
-    label = f"{kind} PRIVATE" + " KEY"
-    lines = [_random(B64, 64, seed) for seed in range(4)]
-    end = f"\n-----END {label}-----" if terminated else ""
-    return f"-----BEGIN {label}-----\n" + "\n".join(lines) + end
-
-
-SHAPES = [
-    ("openai api key", lambda: "sk-proj-" + _random(URLSAFE, 120)),
-    ("openai api key", lambda: "sk-" + _random(ALNUM, 20) + "T3Blbk" + "FJ" + _random(ALNUM, 20, 2)),
-    ("anthropic api key", lambda: "sk-ant-api03-" + _random(URLSAFE, 93) + "AA"),
-    ("aws access key", lambda: "AKIA" + _random(UPPER, 16)),
-    ("aws access key", lambda: "ASIA" + _random(UPPER, 16)),
-    ("github token", lambda: "ghp_" + _random(ALNUM, 36)),
-    ("github token", lambda: "gho_" + _random(ALNUM, 36)),
-    ("github token", lambda: "github_pat_" + _random(ALNUM, 22) + "_" + _random(ALNUM, 59, 2)),
-    ("gitlab token", lambda: "glpat-" + _random(URLSAFE, 20)),
-    ("slack token", lambda: "xoxb-" + _random(string.digits, 12) + "-" + _random(string.digits, 13) + "-" + _random(ALNUM, 24)),
-    ("slack webhook", lambda: "https://hooks.slack.com/services/T" + _random(UPPER, 8) + "/B" + _random(UPPER, 10) + "/" + _random(ALNUM, 24)),
-    ("stripe key", lambda: "sk_" + "live_" + _random(ALNUM, 24)),
-    ("stripe key", lambda: "rk_" + "test_" + _random(ALNUM, 24)),
-    ("google api key", lambda: "AIza" + _random(URLSAFE, 35)),
-    ("google oauth secret", lambda: "GOCSPX-" + _random(URLSAFE, 28)),
-    ("private key", lambda: _private_key("RSA")),
-    ("private key", lambda: _private_key("OPENSSH")),
-    ("private key", lambda: _private_key("EC", terminated=False)),
-    ("jwt", lambda: _b64url({"alg": "HS256", "typ": "JWT"}) + "." + _b64url({"sub": "42", "iat": 1}) + "." + _random(URLSAFE, 43)),
-]  # fmt: skip
+from tests.support.secrets import ALNUM, B64, HEX, SHAPES, UPPER, URLSAFE, planted
+from tests.support.secrets import random_text as _random
 
 
 @pytest.mark.parametrize(("kind", "build"), SHAPES)
 def test_each_provider_shape_is_found_and_replaced_by_a_marker_naming_it(kind, build):
-    secret = build()
+    secret = build(1)
     text = f"Set it up with\n{secret}\nand restart."
     redacted, findings = redact.redact(text)
     assert redacted == f"Set it up with\n[redacted: {kind}]\nand restart."
@@ -87,6 +41,13 @@ def test_passwords_tokens_and_random_values_of_key_like_names_are_redacted_alone
     value = secret.split(" ")[0]
     assert redacted == text.replace(value, f"[redacted: {kind}]", 1)
     assert [(f.kind, text[f.start : f.end]) for f in findings] == [(kind, value)]
+
+
+def test_an_assignment_after_a_label_is_found():
+    """The value after "Note:" holds the assignment, which is looked at on its own."""
+    text = "Note: password=hunter2-blue and Step 3: token=" + _random(ALNUM, 24) + "&page=2"
+    assert [f.kind for f in redact.find_secrets(text)] == ["password", "token"]
+    assert redact.redact(text)[0] == "Note: password=[redacted: password] and Step 3: token=[redacted: token]&page=2"
 
 
 def test_a_shape_of_its_own_wins_over_the_assignment_it_is_in():
@@ -163,3 +124,58 @@ def test_entropy():
     assert redact.entropy("") == 0.0
     assert redact.entropy("aaaa") == 0.0
     assert redact.entropy("abcd") == 2.0
+
+
+@pytest.mark.parametrize("secret", planted(1), ids=lambda p: p.kind)
+def test_every_planted_secret_is_redacted_from_its_line_and_nothing_distinctive_of_it_stays(secret):
+    redacted, findings = redact.redact(secret.line)
+    assert [f.kind for f in findings] == [secret.kind]
+    assert f"[redacted: {secret.kind}]" in redacted
+    assert not [part for part in secret.parts if part in redacted]
+
+
+def test_a_document_loses_its_secrets_in_title_headings_texts_and_metadata_and_counts_them_by_kind():
+    github, aws = "ghp_" + _random(ALNUM, 36), "AKIA" + _random(UPPER, 16)
+    document = ParsedDocument(
+        path="ops/deploy.md",
+        kind="markdown",
+        title=f"Deploy with {github}",
+        content_hash="0" * 64,
+        sections=[Section(f"Deploy > {aws}", f"password=opensesame and {github}"), Section("Plain", "Nothing here.")],
+        metadata={"password": "opensesame", "tags": ["ops", aws], "db": {"url": "postgres://u:pw-4711x@h/x"}, "n": 3},
+    )
+    redacted = redact.redact_document(document)
+    assert redacted.title == "Deploy with [redacted: github token]"
+    assert redacted.sections == [
+        Section("Deploy > [redacted: aws access key]", "password=[redacted: password] and [redacted: github token]"),
+        Section("Plain", "Nothing here."),
+    ]
+    # A value is a password by the key it is under.
+    assert redacted.metadata == {
+        "password": "[redacted: password]",
+        "tags": ["ops", "[redacted: aws access key]"],
+        "db": {"url": "postgres://u:[redacted: password in url]@h/x"},
+        "n": 3,
+    }
+    assert redacted.redactions == {"aws access key": 2, "github token": 2, "password": 2, "password in url": 1}
+    assert (redacted.path, redacted.content_hash) == (document.path, document.content_hash)  # the file is the file
+
+
+def test_a_document_without_secrets_is_returned_as_it_is():
+    document = ParsedDocument("a.md", "markdown", "E-4711", "0" * 64, [Section("", "Version 2.1.173.")], {"k": "v"})
+    assert redact.redact_document(document) is document
+
+
+def test_turning_redaction_on_or_off_or_changing_its_patterns_changes_the_chunking_signature():
+    assert chunking_signature(128, redact_secrets=False) == "v1/128"  # what documents indexed before redaction hold
+    assert chunking_signature(128) == f"v1/128/redacted-v{redact.PATTERNS_VERSION}"
+    assert chunking_signature(128, redact_secrets=True) != chunking_signature(64, redact_secrets=True)
+
+
+def test_what_the_readme_says_is_and_is_not_redacted():
+    token = _random(ALNUM, 12, 5)
+    assert redact.redact(f'{{"token": "{token}"}}')[0] == '{"token": "[redacted: token]"}'
+    assert redact.redact("postgres://app:Tr0ub4dor@db/shop")[0] == "postgres://app:[redacted: password in url]@db/shop"
+    not_detected = ["the password is hunter2", "pass=hunter2x", "pwd=hunter2x", f"hostname={_random(ALNUM, 32, 6)}"]
+    left_alone = ["api_key=${OPENAI_API_KEY}", "password = get_password(user)", "password: str", "secret: changeme"]
+    assert [text for text in not_detected + left_alone if redact.find_secrets(text)] == []

@@ -24,6 +24,7 @@ EXPECTED_DEFAULTS = {
     "model_cache": None,
     "max_file_bytes": 10 * 1024 * 1024,
     "chunk_tokens": 128,
+    "redact_secrets": True,
     "fusion": "convex",
     "rrf_k": 60,
     "fusion_alpha": 0.5,
@@ -72,6 +73,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_EMBED_BACKEND": "onnx-int8",
         "PGRECALL_MODEL_CACHE": str(tmp_path / "models"),
         "PGRECALL_SESSION_TOOL_RESULTS": "on",
+        "PGRECALL_REDACT_SECRETS": "false",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -87,6 +89,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.embed_backend == "onnx-int8"
     assert settings.model_cache == (tmp_path / "models").resolve()
     assert settings.session_tool_results == "on"
+    assert settings.redact_secrets is False
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
@@ -165,3 +168,15 @@ def test_the_embedder_takes_its_batch_size_default_from_the_table():
     default = load_settings({}).embed_batch_size
     assert new_embedder("/nowhere").batch_size == default  # the model itself loads lazily: nothing read here
     assert TorchEmbedder("/nowhere").batch_size == default
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("false", False), ("0", False), ("OFF", False), ("true", True), ("yes", True)]
+)
+def test_redaction_is_a_flag(raw, expected):
+    assert load_settings({"PGRECALL_REDACT_SECRETS": raw}).redact_secrets is expected
+
+
+def test_a_flag_takes_no_other_word():
+    with pytest.raises(ConfigurationError, match="PGRECALL_REDACT_SECRETS must be true or false, got 'maybe'"):
+        load_settings({"PGRECALL_REDACT_SECRETS": "maybe"})
