@@ -14,7 +14,7 @@ import random
 import psycopg
 
 from pgrecall.worker import store
-from tests.support.statistics import COMMON, ROOT, SPACE, assert_statistics_consistent, connect, note, rows, write
+from tests.support.statistics import COMMON, ROOT, assert_statistics_consistent, connect, rows, write
 
 DEADLINE = 60.0  # a hang guard only
 
@@ -36,18 +36,7 @@ async def wait_until_blocked(url: str, pid: int, task: asyncio.Task) -> None:
 
 
 async def write_child(conn, parent_id: int, path: str, text: str) -> int:
-    document, chunks, vectors = note(path, text)
-    return await store.write_document(
-        conn,
-        root=ROOT,
-        document=document,
-        chunks=chunks,
-        vectors=vectors,
-        info=None,
-        chunking="test",
-        embedding_space=SPACE,
-        parent_id=parent_id,
-    )
+    return await write(conn, path, text, parent_id=parent_id)
 
 
 async def export_with_conversations(conn, count: int) -> int:

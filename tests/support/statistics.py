@@ -93,7 +93,8 @@ def note(path: str, text: str):
     return document, chunks, vectors
 
 
-async def write(conn, path: str, text: str) -> int:
+async def write(conn, path: str, text: str, *, parent_id: int | None = None) -> int:
+    """Write `text` as the document at `path` (a conversation of the export `parent_id`, if given)."""
     document, chunks, vectors = note(path, text)
     return await store.write_document(
         conn,
@@ -104,6 +105,7 @@ async def write(conn, path: str, text: str) -> int:
         info=None,
         chunking="test",
         embedding_space=SPACE,
+        parent_id=parent_id,
     )
 
 
