@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector import Vector
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
 from pgrecall import bm25, queries
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
-from pgrecall.worker.document import Chunk, ParsedDocument
+from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
 
 Q = queries.load("index.sql")
 
@@ -106,6 +107,31 @@ async def child_states(conn: psycopg.AsyncConnection, parent_id: int, space: str
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
     await conn.execute(Q["touch_document"], {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime})
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as indexed, with its vector (query stored_vectors)."""
+
+    path: str
+    heading: str
+    text: str
+    embedding: Vector
+
+
+async def stored_vectors(
+    conn: psycopg.AsyncConnection, *, root: str, paths: Sequence[str], parent_id: int | None, space: str
+) -> dict[str, dict[str, np.ndarray]]:
+    """path -> embedding text -> vector of what is indexed now for these documents, in `space`.
+    A vector depends on its text and space alone, so one read before a concurrent rewrite
+    is still right for the text it is kept for."""
+    known: dict[str, dict[str, np.ndarray]] = {}
+    params = {"root": root, "paths": list(paths), "parent_id": parent_id, "space": space}
+    async with conn.cursor(binary=True, row_factory=class_row(StoredChunk)) as cursor:
+        await cursor.execute(Q["stored_vectors"], params)
+        async for chunk in cursor:
+            known.setdefault(chunk.path, {})[embedding_text(chunk.heading, chunk.text)] = chunk.embedding.to_numpy()
+    return known
 
 
 @dataclasses.dataclass(frozen=True)

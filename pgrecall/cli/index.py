@@ -68,6 +68,8 @@ def summary_json(summary) -> dict:
             for status in ("indexed", "unchanged", "removed", "skipped", "failed")
         },
         "chunks": summary.chunks,
+        "chunks_embedded": summary.chunks_embedded,
+        "chunks_reused": summary.chunks_reused,
         "seconds": round(summary.seconds, 2),
         "chunks_per_second": round(summary.chunks_per_second, 1),
         "embedding_calls": summary.embed_calls,
@@ -85,7 +87,8 @@ def print_summary(args: argparse.Namespace, summary) -> int:
     print(
         f"{result['indexed']} indexed, {result['unchanged']} unchanged, {result['removed']} removed, "
         f"{result['skipped']} skipped, {result['failed']} failed; {result['chunks']} chunks in "
-        f"{result['seconds']} s ({result['chunks_per_second']} chunks/s)"
+        f"{result['seconds']} s ({result['chunks_per_second']} chunks/s), "
+        f"{result['chunks_embedded']} chunks embedded, {result['chunks_reused']} reused"
     )
     for outcome in summary.failures[:SHOWN_FAILURES]:
         print(f"  {outcome.status}: {outcome.path}: {outcome.error}")

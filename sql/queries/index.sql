@@ -317,3 +317,14 @@ SELECT id FROM pgrecall.documents
 WHERE parent_id = ANY(%(parent_ids)s) AND id <> ALL(%(locked)s)
 ORDER BY id
 FOR UPDATE
+
+-- stored_vectors --
+-- The vectors of these documents' chunks in %(space)s, for the chunks of a new
+-- version whose embedding text is unchanged (pgrecall.worker.store.stored_vectors).
+-- A file's documents have parent_id NULL; an export's conversations, their export's id.
+SELECT d.path, c.heading, c.text, c.embedding
+FROM pgrecall.documents d
+JOIN pgrecall.chunks c ON c.document_id = d.id
+WHERE d.source_root = %(root)s AND d.path = ANY(%(paths)s)
+  AND d.parent_id IS NOT DISTINCT FROM %(parent_id)s::bigint
+  AND d.embedding_space = %(space)s
