@@ -16,10 +16,11 @@ import pytest
 from pgrecall import database
 from pgrecall.settings import load_settings
 from pgrecall.worker.pipeline import Indexer
+from tests.notes import conversation, write_export
 from tests.support.statistics import assert_statistics_consistent, rows
 
 SCIFACT = Path("/work/shared/data/scifact/corpus.jsonl")
-SECTIONS = 30  # the journal's entries at the start
+SECTIONS = 24  # the journal's entries at the start
 ITERATIONS = 20
 HANG_GUARD = 600.0  # seconds: a write that never ends, not a slow machine
 
@@ -106,6 +107,7 @@ def vectors(url: str, root: str, path: str) -> np.ndarray:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 21 from-scratch torch embeddings of the journal on 2 shared cores
 def test_random_edits_reembed_only_new_texts_and_equal_a_from_scratch_index(db_url, tmp_path, abstracts):
     edited_root, scratch_root = tmp_path / "edited", tmp_path / "scratch"
     edited_root.mkdir()
@@ -153,4 +155,39 @@ def test_random_edits_reembed_only_new_texts_and_equal_a_from_scratch_index(db_u
     asyncio.run(scenario())
     assert set(edits) == {"append", "insert", "delete", "reorder", "edit"}
     # The two documents are the same, so the statistics (base plus deltas) equal a recount of both.
+    assert_statistics_consistent(db_url)
+
+
+def all_embedding_texts(url: str) -> list[str]:
+    return [
+        f"{heading}\n\n{text}" if heading else text
+        for heading, text in rows(url, "SELECT heading, text FROM pgrecall.chunks ORDER BY document_id, ordinal")
+    ]
+
+
+def test_a_grown_conversation_and_an_appended_note_embed_only_their_new_chunks(index, db_url, tmp_path, abstracts):
+    """Through the queue (the summary `pgrecall index` prints): an export's conversation that
+    grew by one message, and a note with an entry appended; the other conversation is not read again."""
+    turns = [("human" if i % 2 == 0 else "assistant", a["text"]) for i, a in enumerate(abstracts[:6])]
+    other = conversation("c2", "Other", [("human", abstracts[10]["text"])])
+    notes = tmp_path / "notes"
+    export = write_export(notes / "conversations.json", [conversation("c1", "Grows", turns), other])
+    note = notes / "journal.md"
+    note.write_text(journal([entry(n, a) for n, a in enumerate(abstracts[20:30], start=1)]))
+    first = index(notes)
+    assert (first.chunks_embedded, first.chunks_reused) == (first.chunks, 0) and first.chunks > 20
+    before = set(all_embedding_texts(db_url))
+
+    turns.append(("human", abstracts[40]["text"]))
+    write_export(export, [conversation("c1", "Grows", turns), other])
+    with note.open("a") as file:
+        file.write("\n" + entry(11, abstracts[41]))
+    second = index(notes)
+    after = all_embedding_texts(db_url)
+    new = sum(1 for text in after if text not in before)
+    assert second.statuses["indexed"] == 2 and 0 < new <= 6
+    assert (second.chunks_embedded, second.chunks_reused) == (new, second.chunks - new)
+    # The unchanged conversation was neither chunked nor counted; everything else kept its vector.
+    (untouched,) = rows(db_url, "SELECT chunk_count FROM pgrecall.documents WHERE path LIKE '%%#c2'")[0]
+    assert untouched > 0 and second.chunks == len(after) - untouched
     assert_statistics_consistent(db_url)
