@@ -99,7 +99,36 @@ FROM pgrecall.chunks
 WHERE document_id = ANY(%(document_ids)s)
 
 -- delete_chunks --
-DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s
+-- The document's chunks but those the new version keeps (its postings go with them).
+DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(kept)s::bigint[])
+
+-- chunk_keys --
+-- What decides whether a chunk's row can stay: every column a write computes from it.
+SELECT id, ordinal, heading, text, token_count, fts::text AS fts
+FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
+
+-- staged_keys --
+-- The same of the new version's chunks, fts as insert_chunks computes it.
+SELECT ordinal, heading, text, token_count,
+       (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts
+FROM staging_chunks ORDER BY ordinal
+
+-- park_moved_chunks --
+-- Kept chunks whose place changed, moved in two steps (negative first) so that
+-- no two rows hold one ordinal in between (UNIQUE (document_id, ordinal)).
+UPDATE pgrecall.chunks AS c SET ordinal = -1 - m.ordinal
+FROM unnest(%(ids)s::bigint[], %(ordinals)s::integer[]) AS m(id, ordinal)
+WHERE c.id = m.id
+
+-- place_moved_chunks --
+UPDATE pgrecall.chunks SET ordinal = -1 - ordinal WHERE document_id = %(document_id)s AND ordinal < 0
+
+-- refresh_document_lengths --
+-- The kept chunks' postings carry the document's new length (0014: never stale).
+UPDATE pgrecall.postings AS p SET document_length = d.term_count
+FROM pgrecall.documents d
+WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
+  AND p.document_length <> d.term_count
 
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
@@ -128,6 +157,7 @@ CROSS JOIN LATERAL (
     -- before (the model still sees both). Identifiers are kept whole as extra lexemes.
     SELECT to_tsvector(%(config)s::regconfig, s.keyword_text) || array_to_tsvector(s.identifiers) AS fts
 ) v
+WHERE s.ordinal <> ALL(%(kept_ordinals)s::integer[])
 
 -- document_term_count --
 UPDATE pgrecall.documents
@@ -156,7 +186,7 @@ CROSS JOIN (
         SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas
     ) t
 ) a
-WHERE c.document_id = %(document_id)s
+WHERE c.document_id = %(document_id)s AND c.id <> ALL(%(kept)s::bigint[])
 
 -- record_term_deltas --
 -- A transaction's changes to term statistics: new rows only, no row shared with
