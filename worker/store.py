@@ -203,7 +203,7 @@ async def write_document(
     """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction.
 
     A chunk the document already holds with every computed column equal (heading, text,
-    word pieces, lexemes) keeps its row, moved to its new ordinal: no new HNSW entry, no new
+    word pieces, lexemes) and the same vector keeps its row, moved to its new ordinal: no new HNSW entry, no new
     postings. The rows end as a from-scratch write leaves them but for ids and the kept
     postings' impacts (computed with the corpus' average length when they were written)."""
     async with conn.transaction():
@@ -250,8 +250,8 @@ async def write_document(
 
 
 async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> dict[int, tuple[int, int]]:
-    """new ordinal -> (id, old ordinal) of an old row equal in every computed column to the
-    staged chunk; chunks that repeat one another are paired in order."""
+    """new ordinal -> (id, old ordinal) of an old row equal in every computed column and its
+    vector to the staged chunk; chunks that repeat one another are paired in order."""
     cursor = await conn.execute(Q["chunk_keys"], {"document_id": document_id})
     old: dict[tuple, list[tuple[int, int]]] = {}
     for row_id, ordinal, *key in await cursor.fetchall():

@@ -103,14 +103,16 @@ WHERE document_id = ANY(%(document_ids)s)
 DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(kept)s::bigint[])
 
 -- chunk_keys --
--- What decides whether a chunk's row can stay: every column a write computes from it.
-SELECT id, ordinal, heading, text, token_count, fts::text AS fts
+-- What decides whether a chunk's row can stay: every column a write computes from it,
+-- and its vector (of another space, or embedded again, it must go).
+SELECT id, ordinal, heading, text, token_count, fts::text AS fts, md5(embedding::text) AS vector
 FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
 
 -- staged_keys --
 -- The same of the new version's chunks, fts as insert_chunks computes it.
 SELECT ordinal, heading, text, token_count,
-       (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts
+       (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts,
+       md5(embedding::text) AS vector
 FROM staging_chunks ORDER BY ordinal
 
 -- park_moved_chunks --
