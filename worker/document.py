@@ -37,10 +37,15 @@ class Chunk:
     def embedding_text(self) -> str:
         """What the model sees: the heading path gives context. (The keyword index
         sees keyword_text, which leaves out the overlap.)"""
-        return f"{self.heading}\n\n{self.text}" if self.heading else self.text
+        return embedding_text(self.heading, self.text)
 
     def keyword_text(self, with_heading: bool) -> str:
         """What the keyword index counts: each word of a document once, so no overlap,
         and the heading only where `with_heading` (the first chunk of its section)."""
         fresh = self.text[self.fresh_from :]
         return f"{self.heading}\n\n{fresh}" if with_heading and self.heading else fresh
+
+
+def embedding_text(heading: str, text: str) -> str:
+    """A chunk's embedding text from its heading path and text, as stored in pgrecall.chunks."""
+    return f"{heading}\n\n{text}" if heading else text

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
-from pgrecall.embedding import Embedder, embedder_for
+from pgrecall.embedding import DIMENSIONS, Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
 from pgrecall.worker import adapters, archive, scan, store
@@ -64,6 +65,15 @@ class Outcome:
     chunks: int = 0
     documents: int = 0
     error: str | None = None
+    chunks_embedded: int = 0  # of `chunks`, those the model embedded
+    chunks_reused: int = 0  # and those that kept the vector of the same text indexed before
+
+
+@dataclasses.dataclass(frozen=True)
+class _Written:
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
 
 
 @dataclasses.dataclass
@@ -76,6 +86,18 @@ class _Attempt:
     started: float  # time.perf_counter() when the job began
     stage: str = "read"
     info: store.FileInfo | None = None
+
+
+def _indexed(root: str, path: str, written: _Written, *, documents: int) -> Outcome:
+    return Outcome(
+        root,
+        path,
+        "indexed",
+        chunks=written.chunks,
+        documents=documents,
+        chunks_embedded=written.embedded,
+        chunks_reused=written.reused,
+    )
 
 
 def describe(exc: BaseException) -> str:
@@ -193,6 +215,8 @@ class Indexer:
             "root": outcome.root,
             "path": outcome.path,
             "chunks": outcome.chunks,
+            "chunks_embedded": outcome.chunks_embedded,
+            "chunks_reused": outcome.chunks_reused,
             "ms": round((time.perf_counter() - started) * 1000),
         }
         if outcome.error:
@@ -324,8 +348,8 @@ class Indexer:
         if parsed.container:
             return await self._index_container(attempt, parsed, info)
         documents = await self._redacted(attempt, parsed.documents)
-        chunk_count = await self._write(attempt, documents, parent_id=None)
-        outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(parsed.documents))
+        written = await self._write(attempt, documents, parent_id=None)
+        outcome = _indexed(root, path, written, documents=len(parsed.documents))
         return self._report(outcome, attempt.started)
 
     async def _index_archive(self, attempt: _Attempt, real_path: str) -> Outcome:
@@ -384,7 +408,7 @@ class Indexer:
             if (state := existing.get(child.path)) is None or not state.is_current(child.content_hash, self.chunking)
         ]
         changed = await self._redacted(attempt, changed)
-        chunk_count = await self._write(attempt, changed, parent_id=parent_id)
+        written = await self._write(attempt, changed, parent_id=parent_id)
         vanished = sorted(set(existing) - {c.path for c in children})
         attempt.stage = "store"
         async with self.pool.connection() as conn:
@@ -392,7 +416,7 @@ class Indexer:
             await store.record_container(
                 conn, root=root, path=path, kind=parsed.kind, info=info, chunking=self.chunking
             )
-        outcome = Outcome(root, path, "indexed", chunks=chunk_count, documents=len(changed))
+        outcome = _indexed(root, path, written, documents=len(changed))
         return self._report(outcome, attempt.started)
 
     async def _redacted(self, attempt: _Attempt, documents: list[ParsedDocument]) -> list[ParsedDocument]:
@@ -403,16 +427,38 @@ class Indexer:
         attempt.stage = "parse"
         return await asyncio.to_thread(_redact, attempt.root, documents)
 
-    async def _write(self, attempt: _Attempt, documents: list[ParsedDocument], *, parent_id: int | None) -> int:
-        """Chunk, embed and store `documents` of the attempt's file (the info it holds now)."""
+    async def _write(self, attempt: _Attempt, documents: list[ParsedDocument], *, parent_id: int | None) -> _Written:
+        """Chunk, embed and store `documents` of the attempt's file (the info it holds now).
+        A chunk whose embedding text the document already has in this space keeps its vector."""
         if not documents:
-            return 0
+            return _Written()
         attempt.stage = "chunk"
         chunked = await asyncio.to_thread(self._chunk_all, documents)
         attempt.stage = "embed"
-        texts = [chunk.embedding_text for chunks in chunked for chunk in chunks]
-        lengths = [chunk.token_count for chunks in chunked for chunk in chunks]
-        vectors = await self.batcher.embed(texts, lengths)  # in slices: other jobs' notes go between them
+        async with self.pool.connection() as conn:
+            known = await store.stored_vectors(
+                conn,
+                root=attempt.root,
+                paths=[d.path for d in documents],
+                parent_id=parent_id,
+                space=self.embedding_space,
+            )
+        reused = [
+            known.get(document.path, {}).get(chunk.embedding_text)
+            for document, chunks in zip(documents, chunked, strict=True)
+            for chunk in chunks
+        ]
+        every = [chunk for chunks in chunked for chunk in chunks]
+        missing = [i for i, vector in enumerate(reused) if vector is None]
+        fresh = await self.batcher.embed(  # in slices: other jobs' notes go between them
+            [every[i].embedding_text for i in missing], [every[i].token_count for i in missing]
+        )
+        vectors = np.zeros((len(every), DIMENSIONS), dtype=np.float32)
+        for i, vector in enumerate(reused):
+            if vector is not None:
+                vectors[i] = vector
+        if missing:
+            vectors[missing] = fresh
         attempt.stage = "store"
         offset = 0
         async with self.pool.connection() as conn:
@@ -429,7 +475,7 @@ class Indexer:
                     parent_id=parent_id,
                 )
                 offset += len(chunks)
-        return len(texts)
+        return _Written(chunks=len(every), embedded=len(missing), reused=len(every) - len(missing))
 
     def _chunk_all(self, documents: list[ParsedDocument]) -> list[list[Chunk]]:
         max_tokens = token_budget(self.chunk_tokens, self.embedder.max_tokens)

@@ -32,6 +32,8 @@ class IndexSummary:
     removals_enqueued: int = 0
     statuses: Counter = dataclasses.field(default_factory=Counter)
     chunks: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
     seconds: float = 0.0
     embed_calls: int = 0
     embed_seconds: float = 0.0
@@ -118,6 +120,8 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
     def on_outcome(outcome: Outcome) -> None:
         summary.statuses[outcome.status] += 1
         summary.chunks += outcome.chunks
+        summary.chunks_embedded += outcome.chunks_embedded
+        summary.chunks_reused += outcome.chunks_reused
         if outcome.status in ("failed", "skipped"):
             summary.failures.append(outcome)
         if bar is not None:

@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector import Vector
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
 from pgrecall import bm25, queries
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
-from pgrecall.worker.document import Chunk, ParsedDocument
+from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
 
 Q = queries.load("index.sql")
 
@@ -109,6 +110,31 @@ async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo)
 
 
 @dataclasses.dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as indexed, with its vector (query stored_vectors)."""
+
+    path: str
+    heading: str
+    text: str
+    embedding: Vector
+
+
+async def stored_vectors(
+    conn: psycopg.AsyncConnection, *, root: str, paths: Sequence[str], parent_id: int | None, space: str
+) -> dict[str, dict[str, np.ndarray]]:
+    """path -> embedding text -> vector of what is indexed now for these documents, in `space`.
+    A vector depends on its text and space alone, so one read before a concurrent rewrite
+    is still right for the text it is kept for."""
+    known: dict[str, dict[str, np.ndarray]] = {}
+    params = {"root": root, "paths": list(paths), "parent_id": parent_id, "space": space}
+    async with conn.cursor(binary=True, row_factory=class_row(StoredChunk)) as cursor:
+        await cursor.execute(Q["stored_vectors"], params)
+        async for chunk in cursor:
+            known.setdefault(chunk.path, {})[embedding_text(chunk.heading, chunk.text)] = chunk.embedding.to_numpy()
+    return known
+
+
+@dataclasses.dataclass(frozen=True)
 class Statistics:
     """What some documents contribute to BM25's statistics."""
 
@@ -174,13 +200,18 @@ async def write_document(
     embedding_space: str,
     parent_id: int | None = None,
 ) -> int:
-    """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction."""
+    """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction.
+
+    A chunk the document already holds with every computed column equal (heading, text,
+    word pieces, lexemes) and the same vector keeps its row, moved to its new ordinal: no new HNSW entry, no new
+    postings. The rows end as a from-scratch write leaves them but for ids and the kept
+    postings' impacts (computed with the corpus' average length when they were written)."""
     async with conn.transaction():
         document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
-        await conn.execute(Q["delete_chunks"], {"document_id": document_id})
+        kept: dict[int, tuple[int, int]] = {}  # new ordinal -> (id, old ordinal) of the row it keeps
         if chunks:
             await conn.execute(Q["create_staging"])
             async with conn.cursor().copy(Q["copy_staging"]) as copy:
@@ -191,22 +222,55 @@ async def write_document(
                     row = (chunk.ordinal, chunk.heading, chunk.text, chunk.token_count, vector)
                     await copy.write_row((*row, keyword_text, identifier_terms(keyword_text)))
                     previous_heading = chunk.heading
-            await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG})
+            kept = await _unchanged_rows(conn, document_id)
+        kept_ids = [row_id for row_id, _ in kept.values()]
+        await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
+        if chunks:
+            await _place_kept(conn, document_id, kept)
+            params = {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG, "kept_ordinals": list(kept)}
+            await conn.execute(Q["insert_chunks"], params)
             await conn.execute(
                 Q["insert_postings"],
                 {
                     "document_id": document_id,
+                    "kept": kept_ids,
                     "k1": bm25.K1,
                     "b": bm25.B,
                     "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
                 },
             )
         await conn.execute(Q["document_term_count"], {"document_id": document_id})
+        if kept_ids:
+            await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
         after = await _statistics_of(conn, [document_id])
         moved = await _move_statistics(conn, before, after)
     if moved:
         await statistics.after_write(conn)
     return document_id
+
+
+async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> dict[int, tuple[int, int]]:
+    """new ordinal -> (id, old ordinal) of an old row equal in every computed column and its
+    vector to the staged chunk; chunks that repeat one another are paired in order."""
+    cursor = await conn.execute(Q["chunk_keys"], {"document_id": document_id})
+    old: dict[tuple, list[tuple[int, int]]] = {}
+    for row_id, ordinal, *key in await cursor.fetchall():
+        old.setdefault(tuple(key), []).append((row_id, ordinal))
+    if not old:
+        return {}
+    cursor = await conn.execute(Q["staged_keys"], {"config": bm25.TEXT_SEARCH_CONFIG})
+    kept = {}
+    for ordinal, *key in await cursor.fetchall():
+        if rows := old.get(tuple(key)):
+            kept[ordinal] = rows.pop(0)
+    return kept
+
+
+async def _place_kept(conn: psycopg.AsyncConnection, document_id: int, kept: dict[int, tuple[int, int]]) -> None:
+    moved = {ordinal: row_id for ordinal, (row_id, old_ordinal) in kept.items() if old_ordinal != ordinal}
+    if moved:
+        await conn.execute(Q["park_moved_chunks"], {"ids": list(moved.values()), "ordinals": list(moved)})
+        await conn.execute(Q["place_moved_chunks"], {"document_id": document_id})
 
 
 async def _upsert(

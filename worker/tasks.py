@@ -64,7 +64,13 @@ async def move_path(context: procrastinate.JobContext, root: str, source: str, d
 
 
 def _result(outcome: Outcome) -> dict:
-    return {"status": outcome.status, "chunks": outcome.chunks, "error": outcome.error}
+    return {
+        "status": outcome.status,
+        "chunks": outcome.chunks,
+        "chunks_embedded": outcome.chunks_embedded,
+        "chunks_reused": outcome.chunks_reused,
+        "error": outcome.error,
+    }
 
 
 def path_key(root: str, path: str) -> str:

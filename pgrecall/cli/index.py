@@ -68,6 +68,8 @@ def summary_json(summary) -> dict:
             for status in ("indexed", "unchanged", "removed", "archived", "skipped", "failed")
         },
         "chunks": summary.chunks,
+        "chunks_embedded": summary.chunks_embedded,
+        "chunks_reused": summary.chunks_reused,
         "seconds": round(summary.seconds, 2),
         "chunks_per_second": round(summary.chunks_per_second, 1),
         "embedding_calls": summary.embed_calls,
@@ -86,7 +88,8 @@ def print_summary(args: argparse.Namespace, summary) -> int:
         f"{result['indexed']} indexed, {result['unchanged']} unchanged, {result['removed']} removed, "
         + (f"{result['archived']} archived, " if result["archived"] else "")
         + f"{result['skipped']} skipped, {result['failed']} failed; {result['chunks']} chunks in "
-        f"{result['seconds']} s ({result['chunks_per_second']} chunks/s)"
+        f"{result['seconds']} s ({result['chunks_per_second']} chunks/s), "
+        f"{result['chunks_embedded']} chunks embedded, {result['chunks_reused']} reused"
     )
     for outcome in summary.failures[:SHOWN_FAILURES]:
         print(f"  {outcome.status}: {outcome.path}: {outcome.error}")

@@ -103,7 +103,38 @@ FROM pgrecall.chunks
 WHERE document_id = ANY(%(document_ids)s)
 
 -- delete_chunks --
-DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s
+-- The document's chunks but those the new version keeps (its postings go with them).
+DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(kept)s::bigint[])
+
+-- chunk_keys --
+-- What decides whether a chunk's row can stay: every column a write computes from it,
+-- and its vector (of another space, or embedded again, it must go).
+SELECT id, ordinal, heading, text, token_count, fts::text AS fts, md5(embedding::text) AS vector
+FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
+
+-- staged_keys --
+-- The same of the new version's chunks, fts as insert_chunks computes it.
+SELECT ordinal, heading, text, token_count,
+       (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts,
+       md5(embedding::text) AS vector
+FROM staging_chunks ORDER BY ordinal
+
+-- park_moved_chunks --
+-- Kept chunks whose place changed, moved in two steps (negative first) so that
+-- no two rows hold one ordinal in between (UNIQUE (document_id, ordinal)).
+UPDATE pgrecall.chunks AS c SET ordinal = -1 - m.ordinal
+FROM unnest(%(ids)s::bigint[], %(ordinals)s::integer[]) AS m(id, ordinal)
+WHERE c.id = m.id
+
+-- place_moved_chunks --
+UPDATE pgrecall.chunks SET ordinal = -1 - ordinal WHERE document_id = %(document_id)s AND ordinal < 0
+
+-- refresh_document_lengths --
+-- The kept chunks' postings carry the document's new length (0014: never stale).
+UPDATE pgrecall.postings AS p SET document_length = d.term_count
+FROM pgrecall.documents d
+WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
+  AND p.document_length <> d.term_count
 
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
@@ -132,6 +163,7 @@ CROSS JOIN LATERAL (
     -- before (the model still sees both). Identifiers are kept whole as extra lexemes.
     SELECT to_tsvector(%(config)s::regconfig, s.keyword_text) || array_to_tsvector(s.identifiers) AS fts
 ) v
+WHERE s.ordinal <> ALL(%(kept_ordinals)s::integer[])
 
 -- document_term_count --
 UPDATE pgrecall.documents
@@ -160,7 +192,7 @@ CROSS JOIN (
         SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas
     ) t
 ) a
-WHERE c.document_id = %(document_id)s
+WHERE c.document_id = %(document_id)s AND c.id <> ALL(%(kept)s::bigint[])
 
 -- record_term_deltas --
 -- A transaction's changes to term statistics: new rows only, no row shared with
@@ -359,3 +391,14 @@ WHERE (d.id IN (SELECT id FROM files) OR d.parent_id IN (SELECT id FROM files))
 -- archived_files --
 SELECT path, metadata ->> 'archive_copy' AS copy FROM pgrecall.documents
 WHERE source_root = %(root)s AND parent_id IS NULL AND metadata ? 'archived_at'
+
+-- stored_vectors --
+-- The vectors of these documents' chunks in %(space)s, for the chunks of a new
+-- version whose embedding text is unchanged (pgrecall.worker.store.stored_vectors).
+-- A file's documents have parent_id NULL; an export's conversations, their export's id.
+SELECT d.path, c.heading, c.text, c.embedding
+FROM pgrecall.documents d
+JOIN pgrecall.chunks c ON c.document_id = d.id
+WHERE d.source_root = %(root)s AND d.path = ANY(%(paths)s)
+  AND d.parent_id IS NOT DISTINCT FROM %(parent_id)s::bigint
+  AND d.embedding_space = %(space)s
