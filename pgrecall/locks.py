@@ -2,3 +2,6 @@
 
 # Held by pgrecall.migrate for a migration's whole transaction; searches wait for it (pgrecall.api.store).
 MIGRATION_LOCK_KEY = 0x70677263  # "pgrc"
+# Held while a root is registered: two processes registering the same root at once (four memory
+# services starting together) would otherwise race on pgrecall.roots' second unique key, the path.
+ROOTS_LOCK_KEY = 0x70677274  # "pgrt"

@@ -20,7 +20,7 @@ from pgvector import Vector
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
-from pgrecall import bm25, queries
+from pgrecall import bm25, locks, queries
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
 from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
@@ -432,7 +432,9 @@ async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, desti
 
 
 async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str, archive_folder: str | None = None) -> None:
-    await conn.execute(Q["upsert_root"], {"name": name, "path": path, "archive_folder": archive_folder})
+    async with conn.transaction():
+        await conn.execute(Q["lock_roots"], {"key": locks.ROOTS_LOCK_KEY})
+        await conn.execute(Q["upsert_root"], {"name": name, "path": path, "archive_folder": archive_folder})
 
 
 async def archive_folder(conn: psycopg.AsyncConnection, root: str) -> str | None:

@@ -332,6 +332,11 @@ SET path = m.new_path || substr(c.path, length(m.old_path) + 1)
 FROM unnest(%(ids)s::bigint[], %(old_paths)s::text[], %(new_paths)s::text[]) AS m(id, old_path, new_path)
 WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 
+-- lock_roots --
+-- One registration of a root at a time, until commit: ON CONFLICT (name) then always sees the
+-- other's row, instead of failing on the path's unique key while it is being inserted.
+SELECT pg_advisory_xact_lock(%(key)s)
+
 -- upsert_root --
 INSERT INTO pgrecall.roots (name, path, archive_folder) VALUES (%(name)s, %(path)s, %(archive_folder)s)
 ON CONFLICT (name) DO UPDATE SET path = excluded.path, archive_folder = excluded.archive_folder
