@@ -15,12 +15,9 @@ fsync of the folder; files 0600 in folders 0700.
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path, PurePosixPath
 
-FOLDER_MODE = 0o700
-FILE_MODE = 0o600
+from pgrecall.worker.private_files import FOLDER_MODE, write_atomically
 
 
 def copy_path(folder: Path, relative: str) -> Path | None:
@@ -45,18 +42,7 @@ def keep(folder: Path, relative: str, data: bytes) -> Path | None:
     if _holds(target, data):
         return target
     _private_folders(folder, target.parent)
-    temporary = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _fsync_folder(target.parent)
+    write_atomically(target, data)
     return target
 
 
@@ -83,11 +69,3 @@ def _private_folders(folder: Path, parent: Path) -> None:
         except FileExistsError:
             continue
         current.chmod(FOLDER_MODE)
-
-
-def _fsync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

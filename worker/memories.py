@@ -15,16 +15,13 @@ or removed (pgrecall.memory_notes.MemoryNotes.locate).
 from __future__ import annotations
 
 import datetime
-import os
 import secrets
 from pathlib import Path
 
 from pgrecall.memory_notes import Memory, MemoryNotes, is_inside, parse, relative_path, render
+from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "Memory", "MemoryFolder", "new_id", "now_utc", "relative_path"]
-
-FOLDER_MODE = 0o700
-FILE_MODE = 0o600
 
 
 def now_utc() -> str:
@@ -42,7 +39,7 @@ class MemoryFolder(MemoryNotes):
         """Create the folder (private) if needed; return its resolved path."""
         if not self.folder.exists():
             self.folder.parent.mkdir(parents=True, exist_ok=True)
-            _private_folder(self.folder)
+            private_folder(self.folder)
         return self.folder.resolve()
 
     def write(self, memory: Memory) -> Path:
@@ -50,22 +47,11 @@ class MemoryFolder(MemoryNotes):
         root = self.ensure()
         target = root / memory.path
         parent = target.parent
-        _private_folder(parent.parent)
-        _private_folder(parent)
+        private_folder(parent.parent)
+        private_folder(parent)
         if not is_inside(root, parent) or parent.is_symlink():
             raise OSError(f"refusing to write outside the memory folder: {memory.path}")
-        temporary = parent / f".{target.name}.{secrets.token_hex(4)}.tmp"  # hidden: never indexed
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(render(memory))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        _fsync_folder(parent)
+        write_atomically(target, render(memory).encode("utf-8"))
         return target
 
     def delete(self, memory_id: str) -> Memory | None:
@@ -74,22 +60,5 @@ class MemoryFolder(MemoryNotes):
             return None
         memory = parse(self.relative(path), path.read_text(encoding="utf-8", errors="replace"))
         path.unlink()
-        _fsync_folder(path.parent)
+        fsync_folder(path.parent)
         return memory
-
-
-def _private_folder(folder: Path) -> None:
-    """Create `folder` (its parent exists) for its owner only, whatever the umask."""
-    try:
-        folder.mkdir(mode=FOLDER_MODE)
-    except FileExistsError:
-        return
-    folder.chmod(FOLDER_MODE)
-
-
-def _fsync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
