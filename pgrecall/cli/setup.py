@@ -39,7 +39,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Register pgrecall in an assistant's user settings, or --remove it.",
         epilog=EPILOG,
     )
-    setup.add_argument("application", choices=tuple(APPLICATIONS), help="claude-code or claude-desktop")
+    setup.add_argument(
+        "application", choices=tuple(APPLICATIONS), help="the assistant whose user settings get pgrecall"
+    )
     setup.add_argument("--dry-run", action="store_true", help="print a unified diff of each file it would change")
     setup.add_argument("--remove", action="store_true", help="remove pgrecall's hooks and MCP server entry")
     setup.add_argument(
