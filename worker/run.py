@@ -82,14 +82,22 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
         for root, files in targets:
             root_text = str(root)
             if files is None:
-                present = await asyncio.to_thread(lambda r=root: list(scan.iter_files(r)))
-                indexed = await store.indexed_paths(conn, root_text)
-                gone = sorted(set(indexed) - set(present)) + await reconcile.copies_gone(conn, root_text)
+                stats = await asyncio.to_thread(scan.stat_files, root)
+                states = await store.file_states(conn, root_text, indexer.embedding_space)
+                changed, vanished = reconcile.plan(stats, states, indexer.chunking)
+                gone = vanished + await reconcile.copies_gone(conn, root_text)
                 summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
+                present = list(stats)
+                # As the service's reconciliation does: a file of the size and modification time
+                # it was indexed at is not read again. Failures are, to report their reasons.
+                changed_or_failed = set(changed) | {path for path, state in states.items() if state.failed}
+                to_index = [path for path in present if path in changed_or_failed]
+                if unchanged := len(present) - len(to_index):
+                    summary.statuses["unchanged"] += unchanged
             else:
-                present = files
+                present = to_index = files
             presence.setdefault(root_text, []).extend(present)
-            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
+            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, to_index)
         return presence
 
     return await _run_jobs(settings, url, enqueue, progress)
