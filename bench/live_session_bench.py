@@ -1,11 +1,13 @@
 """A Claude Code session written line by line while `pgrecall serve` follows it: what is embedded.
 
-    .venv/bin/python bench/live_session_bench.py [--lines 2000] [--pause 0.02] [--backend onnx-int8]
+    .venv/bin/python bench/live_session_bench.py [--lines 2000] [--burst 10] [--pause 0.7]
+        [--backend onnx-int8]
 
 Starts `pgrecall -v serve FOLDER` (a fresh PGRECALL_HOME, its own embedded database), then
 appends the records of one session (the shapes bench/sessions_bench.py writes) one line at a
-time, flushed, `--pause` seconds apart, as Claude Code does. The service indexes the file
-whenever it settles; each run's `file_indexed` event says how many chunks it embedded and
+time, flushed, as Claude Code does: a turn of 1 to 2 x `--burst` lines, then `--pause`
+seconds (longer than the watcher's half-second debounce) before the next turn. The service
+indexes the file whenever it settles; each run's `file_indexed` event says how many chunks it embedded and
 reused. When the last line is in and the service has indexed it, prints JSON: the runs, the
 chunks embedded over all of them, the final chunk count (what one from-scratch index embeds),
 and what re-embedding the whole file on every run would have cost.
@@ -54,7 +56,8 @@ def wait_for(condition, seconds: float, what: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=2000)
-    parser.add_argument("--pause", type=float, default=0.02)
+    parser.add_argument("--burst", type=int, default=10)
+    parser.add_argument("--pause", type=float, default=0.7)
     parser.add_argument("--backend", default="onnx-int8")
     args = parser.parse_args()
 
@@ -74,11 +77,16 @@ def main() -> int:
     try:
         wait_for(lambda: '"service_ready"' in log.read_text(errors="replace"), 600, "the service")
         started = time.perf_counter()
+        rng = random.Random(5)
         with session.open("a", encoding="utf-8") as file:
+            turn, in_turn = rng.randint(1, 2 * args.burst), 0
             for line in lines[1:]:
                 file.write(line + "\n")
                 file.flush()
-                time.sleep(args.pause)
+                in_turn += 1
+                if in_turn == turn:
+                    time.sleep(args.pause)
+                    turn, in_turn = rng.randint(1, 2 * args.burst), 0
         written = time.perf_counter() - started
         final = subprocess.run(
             [sys.executable, "-c", CLI, "index", str(work / "projects"), "--json"],

@@ -17,7 +17,7 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import database
-from pgrecall.errors import InvalidInput
+from pgrecall.errors import InvalidInput, first_line
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, scan, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
@@ -138,16 +138,21 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
     async with app.open_async():
         pool: AsyncConnectionPool | None = None
         indexer: Indexer | None = None
+        loading: asyncio.Task | None = None
         try:
             pool = await database.open_async_pool(url)
             indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
             async with pool.connection() as conn:
                 presence = await enqueue(app, conn, summary, indexer)
+            if summary.files_enqueued:  # loaded while the first files are read, parsed and cut
+                loading = asyncio.create_task(asyncio.to_thread(_load_quietly, indexer.embedder))
             waiting = await _waiting_jobs(app)
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:
                 await _work_until_done(app, pool, settings, indexer, list(presence))
             summary.seconds = time.perf_counter() - started
+            if loading is not None:
+                await loading
             summary.embed_calls = indexer.batcher.calls
             summary.embed_seconds = indexer.batcher.busy_seconds
             async with pool.connection() as conn:
@@ -161,6 +166,14 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             if pool is not None:
                 await pool.close()
     return summary
+
+
+def _load_quietly(embedder) -> None:
+    """The model loaded ahead of its first use; a failure is the first embed's to report."""
+    try:
+        embedder.load()
+    except Exception as exc:  # noqa: BLE001 - reported where the model is used
+        log.debug("model_preload_failed", error=first_line(exc))
 
 
 def _still_there(root: str, paths: list[str]) -> list[str]:
