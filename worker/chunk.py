@@ -21,8 +21,9 @@ bound is far above what ordinary text reaches, so it changes no ordinary chunk.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pgrecall.worker import redact
 from pgrecall.worker.document import Chunk, Section
@@ -179,6 +180,15 @@ def _truncate_heading(heading: str, tokens: int, limit: int, count_tokens: Token
     return " ".join(kept), total
 
 
+def section_key(section: Section) -> str:
+    """What a section's chunks depend on besides the chunking settings: its heading and text."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(section.heading.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+    digest.update(section.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
 def chunk_sections(
     sections: Sequence[Section],
     count_tokens: TokenCounter,
@@ -187,13 +197,29 @@ def chunk_sections(
     overlap_tokens: int = 32,
     heading_tokens: int = 64,
     max_chars: int | None = None,
+    known: Mapping[str, Sequence[Chunk]] | None = None,
 ) -> list[Chunk]:
     """Chunks of at most `max_tokens` word pieces (token_budget), heading prefix included, and of
     at most `max_chars` characters of text (default CHARS_PER_TOKEN * max_tokens)
-    under a heading of at most CHARS_PER_TOKEN * heading_tokens characters."""
+    under a heading of at most CHARS_PER_TOKEN * heading_tokens characters.
+
+    Each section is cut on its own, so a section whose key is in `known` (its chunks as cut
+    before, with the same settings and tokenizer) takes those chunks without counting a
+    word piece: an appended entry costs the tokenizer only the new entry. A chunk's
+    section_key is its section's, with `#n` for the n-th repeat of a section in the document."""
     max_chars = max_chars or CHARS_PER_TOKEN * max_tokens
     chunks: list[Chunk] = []
+    occurrences: dict[str, int] = {}
     for section in sections:
+        key = section_key(section)
+        # A section repeated word for word is told apart by its place among its copies.
+        occurrence = occurrences[key] = occurrences.get(key, -1) + 1
+        if occurrence:
+            key = f"{key}#{occurrence}"
+        if known and (cut := known.get(key)):
+            first = len(chunks)
+            chunks.extend(dataclasses.replace(chunk, ordinal=first + i) for i, chunk in enumerate(cut))
+            continue
         blocks = split_blocks(section.text)
         if not blocks:
             continue
@@ -219,6 +245,7 @@ def chunk_sections(
                     text=text,
                     token_count=tokens + heading_count,
                     fresh_from=fresh_from,
+                    section_key=key,
                 )
             )
     return chunks

@@ -32,6 +32,7 @@ class Chunk:
     text: str
     token_count: int
     fresh_from: int = 0  # text[:fresh_from] repeats the end of the previous chunk (the overlap)
+    section_key: str = ""  # the section it was cut from (chunk.section_key): an unchanged section is not cut again
 
     @property
     def embedding_text(self) -> str:

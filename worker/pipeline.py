@@ -433,18 +433,19 @@ class Indexer:
         if not documents:
             return _Written()
         attempt.stage = "chunk"
-        chunked = await asyncio.to_thread(self._chunk_all, documents)
-        attempt.stage = "embed"
         async with self.pool.connection() as conn:
-            known = await store.stored_vectors(
+            known = await store.stored_chunks(
                 conn,
                 root=attempt.root,
                 paths=[d.path for d in documents],
                 parent_id=parent_id,
                 space=self.embedding_space,
+                chunking=self.chunking,
             )
+        chunked = await asyncio.to_thread(self._chunk_all, documents, known.sections)
+        attempt.stage = "embed"
         reused = [
-            known.get(document.path, {}).get(chunk.embedding_text)
+            known.vectors.get(document.path, {}).get(chunk.embedding_text)
             for document, chunks in zip(documents, chunked, strict=True)
             for chunk in chunks
         ]
@@ -477,9 +478,12 @@ class Indexer:
                 offset += len(chunks)
         return _Written(chunks=len(every), embedded=len(missing), reused=len(every) - len(missing))
 
-    def _chunk_all(self, documents: list[ParsedDocument]) -> list[list[Chunk]]:
+    def _chunk_all(
+        self, documents: list[ParsedDocument], known: dict[str, dict[str, list[Chunk]]]
+    ) -> list[list[Chunk]]:
         max_tokens = token_budget(self.chunk_tokens, self.embedder.max_tokens)
-        return [chunk_sections(d.sections, self.embedder.count_tokens, max_tokens=max_tokens) for d in documents]
+        count = self.embedder.count_tokens
+        return [chunk_sections(d.sections, count, max_tokens=max_tokens, known=known.get(d.path)) for d in documents]
 
     async def _skip(self, attempt: _Attempt, reason: str, *, forget_indexed: bool = False) -> Outcome:
         """Recorded as skipped, not failed: a file that is not for the index (`status` counts these apart)."""

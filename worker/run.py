@@ -17,7 +17,7 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import database
-from pgrecall.errors import InvalidInput
+from pgrecall.errors import InvalidInput, first_line
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, scan, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
@@ -82,14 +82,22 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
         for root, files in targets:
             root_text = str(root)
             if files is None:
-                present = await asyncio.to_thread(lambda r=root: list(scan.iter_files(r)))
-                indexed = await store.indexed_paths(conn, root_text)
-                gone = sorted(set(indexed) - set(present)) + await reconcile.copies_gone(conn, root_text)
+                stats = await asyncio.to_thread(scan.stat_files, root)
+                states = await store.file_states(conn, root_text, indexer.embedding_space)
+                changed, vanished = reconcile.plan(stats, states, indexer.chunking)
+                gone = vanished + await reconcile.copies_gone(conn, root_text)
                 summary.removals_enqueued += await tasks.enqueue(app, tasks.REMOVE_TASK, root_text, gone)
+                present = list(stats)
+                # As the service's reconciliation does: a file of the size and modification time
+                # it was indexed at is not read again. Failures are, to report their reasons.
+                changed_or_failed = set(changed) | {path for path, state in states.items() if state.failed}
+                to_index = [path for path in present if path in changed_or_failed]
+                if unchanged := len(present) - len(to_index):
+                    summary.statuses["unchanged"] += unchanged
             else:
-                present = files
+                present = to_index = files
             presence.setdefault(root_text, []).extend(present)
-            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, present)
+            summary.files_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, to_index)
         return presence
 
     return await _run_jobs(settings, url, enqueue, progress)
@@ -130,16 +138,21 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
     async with app.open_async():
         pool: AsyncConnectionPool | None = None
         indexer: Indexer | None = None
+        loading: asyncio.Task | None = None
         try:
             pool = await database.open_async_pool(url)
             indexer = Indexer.for_settings(pool, settings, on_outcome=on_outcome)
             async with pool.connection() as conn:
                 presence = await enqueue(app, conn, summary, indexer)
+            if summary.files_enqueued:  # loaded while the first files are read, parsed and cut
+                loading = asyncio.create_task(asyncio.to_thread(_load_quietly, indexer.embedder))
             waiting = await _waiting_jobs(app)
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:
                 await _work_until_done(app, pool, settings, indexer, list(presence))
             summary.seconds = time.perf_counter() - started
+            if loading is not None:
+                await loading
             summary.embed_calls = indexer.batcher.calls
             summary.embed_seconds = indexer.batcher.busy_seconds
             async with pool.connection() as conn:
@@ -153,6 +166,14 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             if pool is not None:
                 await pool.close()
     return summary
+
+
+def _load_quietly(embedder) -> None:
+    """The model loaded ahead of its first use; a failure is the first embed's to report."""
+    try:
+        embedder.load()
+    except Exception as exc:  # noqa: BLE001 - reported where the model is used
+        log.debug("model_preload_failed", error=first_line(exc))
 
 
 def _still_there(root: str, paths: list[str]) -> list[str]:

@@ -74,6 +74,10 @@ class ChildState:
         )
 
 
+# Far above any file system's timestamp granularity (ext4 and NTFS: under 10 ms; FAT: 2 s).
+RACY = datetime.timedelta(seconds=2)
+
+
 @dataclasses.dataclass(frozen=True)
 class FileState:
     """A root's file as last indexed, by what the reconciliation compares (query file_states)."""
@@ -84,9 +88,17 @@ class FileState:
     content_hash: str | None
     chunking: str | None
     other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
+    indexed_at: datetime.datetime | None = None
+    failed: bool = False  # recorded as failed or skipped, with its reason
 
     def is_current(self, size_bytes: int | None, mtime: datetime.datetime | None, chunking: str) -> bool:
-        """Of this size and modification time, chunked by `chunking`, in the asked space: no job needed."""
+        """Of this size and modification time, chunked by `chunking`, in the asked space: no job needed.
+
+        Not when the file was modified within RACY_SECONDS of being indexed: a write in the
+        same tick of the file system's clock after it was read leaves size and time as they
+        were (git's "racy clean" files). Such a file is read again until a job confirms it."""
+        if self.mtime is not None and self.indexed_at is not None and self.mtime > self.indexed_at - RACY:
+            return False
         return (
             self.size_bytes == size_bytes and self.mtime == mtime and self.chunking == chunking and not self.other_space
         )
@@ -106,31 +118,54 @@ async def child_states(conn: psycopg.AsyncConnection, parent_id: int, space: str
 
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
-    await conn.execute(Q["touch_document"], {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime})
+    params = {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime, "racy": RACY}
+    await conn.execute(Q["touch_document"], params)
 
 
 @dataclasses.dataclass(frozen=True)
 class StoredChunk:
-    """A chunk as indexed, with its vector (query stored_vectors)."""
+    """A chunk as indexed, with its vector and the section it was cut from (query stored_chunks)."""
 
     path: str
+    ordinal: int
     heading: str
     text: str
+    token_count: int
     embedding: Vector
+    section_key: str | None  # None: cut with other settings, or written before 0021
+    fresh_from: int | None
 
 
-async def stored_vectors(
-    conn: psycopg.AsyncConnection, *, root: str, paths: Sequence[str], parent_id: int | None, space: str
-) -> dict[str, dict[str, np.ndarray]]:
-    """path -> embedding text -> vector of what is indexed now for these documents, in `space`.
-    A vector depends on its text and space alone, so one read before a concurrent rewrite
-    is still right for the text it is kept for."""
-    known: dict[str, dict[str, np.ndarray]] = {}
-    params = {"root": root, "paths": list(paths), "parent_id": parent_id, "space": space}
+@dataclasses.dataclass(frozen=True)
+class Known:
+    """What is indexed now for some documents: vectors by embedding text, chunks by section."""
+
+    vectors: dict[str, dict[str, np.ndarray]]  # path -> embedding text -> vector
+    sections: dict[str, dict[str, list[Chunk]]]  # path -> section key -> its chunks, in order
+
+
+async def stored_chunks(
+    conn: psycopg.AsyncConnection,
+    *,
+    root: str,
+    paths: Sequence[str],
+    parent_id: int | None,
+    space: str,
+    chunking: str,
+) -> Known:
+    """What is indexed now for these documents in `space`. A vector depends on its text and
+    space alone, and a section's chunks on its text and `chunking`, so one read before a
+    concurrent rewrite is still right for what it is kept for."""
+    known = Known({}, {})
+    params = {"root": root, "paths": list(paths), "parent_id": parent_id, "space": space, "chunking": chunking}
     async with conn.cursor(binary=True, row_factory=class_row(StoredChunk)) as cursor:
-        await cursor.execute(Q["stored_vectors"], params)
-        async for chunk in cursor:
-            known.setdefault(chunk.path, {})[embedding_text(chunk.heading, chunk.text)] = chunk.embedding.to_numpy()
+        await cursor.execute(Q["stored_chunks"], params)
+        async for row in cursor:
+            vector = row.embedding.to_numpy()
+            known.vectors.setdefault(row.path, {})[embedding_text(row.heading, row.text)] = vector
+            if row.section_key is not None and row.fresh_from is not None:
+                chunk = Chunk(row.ordinal, row.heading, row.text, row.token_count, row.fresh_from, row.section_key)
+                known.sections.setdefault(row.path, {}).setdefault(row.section_key, []).append(chunk)
     return known
 
 
@@ -215,18 +250,21 @@ async def write_document(
         if chunks:
             await conn.execute(Q["create_staging"])
             async with conn.cursor().copy(Q["copy_staging"]) as copy:
-                copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]"])
+                copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]", "text", "int4"])
                 previous_heading = None
                 for chunk, vector in zip(chunks, vectors, strict=True):
                     keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
                     row = (chunk.ordinal, chunk.heading, chunk.text, chunk.token_count, vector)
-                    await copy.write_row((*row, keyword_text, identifier_terms(keyword_text)))
+                    labels = (chunk.section_key or None, chunk.fresh_from)
+                    await copy.write_row((*row, keyword_text, identifier_terms(keyword_text), *labels))
                     previous_heading = chunk.heading
             kept = await _unchanged_rows(conn, document_id)
         kept_ids = [row_id for row_id, _ in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
         if chunks:
             await _place_kept(conn, document_id, kept)
+            if kept_ids:
+                await conn.execute(Q["label_kept_chunks"], {"document_id": document_id, "kept": kept_ids})
             params = {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG, "kept_ordinals": list(kept)}
             await conn.execute(Q["insert_chunks"], params)
             await conn.execute(
@@ -383,12 +421,6 @@ async def _delete(conn: psycopg.AsyncConnection, ids: list[int]) -> int:
     await conn.execute(Q["delete_documents"], {"document_ids": locked})
     await _move_statistics(conn, before, NO_STATISTICS)
     return len(locked)
-
-
-async def indexed_paths(conn: psycopg.AsyncConnection, root: str) -> list[str]:
-    async with conn.cursor(row_factory=scalar_row) as cursor:
-        await cursor.execute(Q["indexed_paths"], {"root": root})
-        return await cursor.fetchall()
 
 
 async def file_states(conn: psycopg.AsyncConnection, root: str, space: str) -> dict[str, FileState]:

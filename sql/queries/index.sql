@@ -86,8 +86,12 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
 RETURNING id
 
 -- touch_document --
-UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s
-WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s)
+-- The file read again and found unchanged. A file indexed within a moment of its last
+-- change (store.FileState.is_current: racy) now counts as confirmed at this time.
+UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s,
+    indexed_at = CASE WHEN %(mtime)s::timestamptz > indexed_at - %(racy)s::interval THEN now() ELSE indexed_at END
+WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s
+                       OR %(mtime)s::timestamptz > indexed_at - %(racy)s::interval)
 
 -- term_counts --
 -- Per term: chunks and documents containing it.
@@ -129,6 +133,15 @@ WHERE c.id = m.id
 -- place_moved_chunks --
 UPDATE pgrecall.chunks SET ordinal = -1 - ordinal WHERE document_id = %(document_id)s AND ordinal < 0
 
+-- label_kept_chunks --
+-- A kept row takes the section it is cut from now (an unchanged chunk of a section
+-- that changed around it, or a row written before 0021). Only rows that differ are
+-- written: after an append, none.
+UPDATE pgrecall.chunks AS c SET section_key = s.section_key, fresh_from = s.fresh_from
+FROM staging_chunks s
+WHERE c.document_id = %(document_id)s AND c.id = ANY(%(kept)s::bigint[]) AND c.ordinal = s.ordinal
+  AND (c.section_key, c.fresh_from) IS DISTINCT FROM (s.section_key, s.fresh_from)
+
 -- refresh_document_lengths --
 -- The kept chunks' postings carry the document's new length (0014: never stale).
 UPDATE pgrecall.postings AS p SET document_length = d.term_count
@@ -144,18 +157,21 @@ CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     token_count integer,
     embedding vector(384),
     keyword_text text,
-    identifiers text[]
+    identifiers text[],
+    section_key text,
+    fresh_from integer
 ) ON COMMIT DELETE ROWS
 
 -- copy_staging --
-COPY staging_chunks (ordinal, heading, text, token_count, embedding, keyword_text, identifiers)
+COPY staging_chunks (ordinal, heading, text, token_count, embedding, keyword_text, identifiers, section_key, fresh_from)
 FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
-    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count)
+    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from)
 SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
-       (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l)
+       (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l),
+       s.section_key, s.fresh_from
 FROM staging_chunks s
 CROSS JOIN LATERAL (
     -- keyword_text holds each word of a document once: a heading path in the
@@ -281,10 +297,6 @@ SELECT id FROM pgrecall.documents WHERE parent_id = %(parent_id)s AND path = ANY
 -- delete_documents --
 DELETE FROM pgrecall.documents WHERE id = ANY(%(document_ids)s)
 
--- indexed_paths --
--- Archived files (worker/archive.py) are not the folder's any more.
-SELECT path FROM pgrecall.documents WHERE source_root = %(root)s AND parent_id IS NULL AND NOT metadata ? 'archived_at'
-
 -- file_states --
 -- other_space as in document_state.
 SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
@@ -292,7 +304,8 @@ SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
        OR EXISTS (
            SELECT 1 FROM pgrecall.documents c
            WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
-       ) AS other_space
+       ) AS other_space,
+       d.indexed_at, d.error IS NOT NULL AS failed
 FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
   AND NOT d.metadata ? 'archived_at'  -- gone from the source and kept (worker/archive.py): not the folder's
@@ -397,13 +410,17 @@ WHERE (d.id IN (SELECT id FROM files) OR d.parent_id IN (SELECT id FROM files))
 SELECT path, metadata ->> 'archive_copy' AS copy FROM pgrecall.documents
 WHERE source_root = %(root)s AND parent_id IS NULL AND metadata ? 'archived_at'
 
--- stored_vectors --
+-- stored_chunks --
 -- The vectors of these documents' chunks in %(space)s, for the chunks of a new
--- version whose embedding text is unchanged (pgrecall.worker.store.stored_vectors).
+-- version whose embedding text is unchanged (pgrecall.worker.store.stored_chunks).
 -- A file's documents have parent_id NULL; an export's conversations, their export's id.
-SELECT d.path, c.heading, c.text, c.embedding
+-- With each chunk the section it was cut from and how, when the document was
+-- chunked as %(chunking)s: an unchanged section then takes its chunks as they are.
+SELECT d.path, c.ordinal, c.heading, c.text, c.token_count, c.embedding,
+       CASE WHEN d.chunking = %(chunking)s THEN c.section_key END AS section_key, c.fresh_from
 FROM pgrecall.documents d
 JOIN pgrecall.chunks c ON c.document_id = d.id
 WHERE d.source_root = %(root)s AND d.path = ANY(%(paths)s)
   AND d.parent_id IS NOT DISTINCT FROM %(parent_id)s::bigint
   AND d.embedding_space = %(space)s
+ORDER BY d.path, c.ordinal

@@ -27,7 +27,7 @@ HANG_GUARD = 600.0  # seconds: a write that never ends, not a slow machine
 # What a from-scratch index must equal, per document: every chunk row but its id, every posting
 # but its ids and its impact (an ordering hint computed from the corpus at write time; see README).
 CHUNK_ROWS = """
-    SELECT c.ordinal, c.heading, c.text, c.token_count, c.fts::text, c.term_count
+    SELECT c.ordinal, c.heading, c.text, c.token_count, c.fts::text, c.term_count, c.section_key, c.fresh_from
     FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id
     WHERE d.source_root = %s AND d.path = %s ORDER BY c.ordinal"""
 POSTING_ROWS = """

@@ -224,3 +224,36 @@ def test_a_job_longer_than_the_shutdown_grace_is_not_cancelled_when_the_queue_ru
     assert summary.statuses == {"indexed": 2} and not summary.unaccounted
     assert summary.chunks > 300  # seconds of embedding: far longer than the grace
     assert rows(db_url, "SELECT count(*) FROM procrastinate_jobs") == [(0,)]
+
+
+def test_index_again_reads_only_files_whose_size_or_time_moved_and_never_trusts_a_racy_one(settings, db_url, tmp_path):
+    """A second `pgrecall index` enqueues no job for a file of the size and time it was
+    indexed at, as the service's reconciliation does; an edit that keeps both (size, and a
+    time restored, within moments of its indexing: git's racy clean) is still found."""
+    import asyncio
+    import os
+    import time
+
+    from pgrecall.worker.run import run_index
+
+    root = write_notes(tmp_path / "notes", {f"n{i}.md": f"# Note {i}\n\nSettled text number {i}." for i in range(5)})
+    root = write_notes(root, {"racy.md": "# Racy\n\nThe answer is AAAA."})
+    hour_ago = time.time() - 3600
+    for i in range(5):
+        os.utime(root / f"n{i}.md", (hour_ago, hour_ago))
+    racy_ns = time.time_ns() + 60 * 10**9  # after its indexing, whenever that is
+    os.utime(root / "racy.md", ns=(racy_ns, racy_ns))
+
+    first = asyncio.run(run_index(settings, db_url, [str(root)]))
+    assert first.statuses == {"indexed": 6}
+
+    (root / "racy.md").write_text("# Racy\n\nThe answer is BBBB.")
+    os.utime(root / "racy.md", ns=(racy_ns, racy_ns))
+    second = asyncio.run(run_index(settings, db_url, [str(root)]))
+    assert second.files_enqueued == 1
+    assert second.statuses == {"unchanged": 5, "indexed": 1}
+    assert rows(db_url, "SELECT count(*) FROM pgrecall.chunks WHERE text LIKE '%%BBBB%%'") == [(1,)]
+
+    os.utime(root / "n0.md", None)  # touched: read again, found unchanged
+    third = asyncio.run(run_index(settings, db_url, [str(root)]))
+    assert third.statuses["unchanged"] == 6 and third.files_enqueued == 2  # n0.md and the racy one

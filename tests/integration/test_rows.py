@@ -179,6 +179,8 @@ def test_the_write_paths_records_carry_each_value_under_its_name(db_url):
             path="export.json#c1", content_hash="child-hash", error=None, chunking="v1/test", other_space=True
         )
     }
+    indexed_at = {path: state.indexed_at for path, state in files.items()}
+    assert all(isinstance(moment, datetime.datetime) for moment in indexed_at.values())
     assert files == {
         "note.md": store.FileState(
             path="note.md",
@@ -187,6 +189,7 @@ def test_the_write_paths_records_carry_each_value_under_its_name(db_url):
             content_hash="note-hash",
             chunking="v1/test",
             other_space=False,
+            indexed_at=indexed_at["note.md"],
         ),
         "export.json": store.FileState(
             path="export.json",
@@ -195,6 +198,7 @@ def test_the_write_paths_records_carry_each_value_under_its_name(db_url):
             content_hash="export-hash",
             chunking="v1/test",
             other_space=True,
+            indexed_at=indexed_at["export.json"],
         ),
     }
     assert files["note.md"].is_current(123, MTIME, "v1/test")

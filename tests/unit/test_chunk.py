@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from pgrecall.worker.adapters import markdown
@@ -135,3 +137,70 @@ def test_the_character_bound_changes_no_ordinary_chunk(count, any_budget):
     bounded = chunk_sections([Section("# Long", text)], count, max_tokens=any_budget)
     unbounded = chunk_sections([Section("# Long", text)], count, max_tokens=any_budget, max_chars=10**9)
     assert bounded == unbounded
+
+
+def _cut_before(chunks):
+    known = {}
+    for chunk in chunks:
+        known.setdefault(chunk.section_key, []).append(chunk)
+    return known
+
+
+def test_unchanged_sections_take_their_chunks_as_cut_before_and_only_new_ones_are_counted(count):
+
+    rng = random.Random(4711)
+    words = [
+        "the",
+        "cell",
+        "membrane",
+        "protein",
+        "binds",
+        "a",
+        "receptor.",
+        "Results",
+        "were",
+        "significant",
+        "(p",
+        "=",
+        "0.01).",
+    ]
+
+    def section(n):
+        paragraphs = ["\n".join(" ".join(rng.choices(words, k=rng.randrange(5, 120))) for _ in range(2))]
+        return Section(f"# Journal > ## Entry {n}", "\n\n".join(paragraphs * rng.randrange(1, 3)))
+
+    sections = [section(n) for n in range(12)] + [Section("# Journal > ## Entry 0", "same text")] * 2
+    chunks = chunk_sections(sections, count, max_tokens=60, overlap_tokens=10)
+    for step in range(30):
+        edited = list(sections)
+        what = step % 4
+        if what == 0:
+            edited.append(section(100 + step))
+        elif what == 1:
+            edited.insert(rng.randrange(len(edited)), section(200 + step))
+        elif what == 2:
+            del edited[rng.randrange(len(edited))]
+        else:
+            edited.insert(rng.randrange(len(edited)), edited.pop(rng.randrange(len(edited))))
+        counted: list[str] = []
+
+        def counting(texts, counted=counted):
+            counted.extend(texts)
+            return count(texts)
+
+        reused = chunk_sections(edited, counting, max_tokens=60, overlap_tokens=10, known=_cut_before(chunks))
+        assert reused == chunk_sections(edited, count, max_tokens=60, overlap_tokens=10), (step, what)
+        old_texts = {s.text for s in sections}
+        new_text = "\n".join(s.text + s.heading for s in edited if s.text not in old_texts)
+        assert all(text in new_text for text in counted), (step, what)
+        if what == 0:
+            assert counted, "the appended entry is cut"
+        sections, chunks = edited, reused
+
+
+def test_a_repeated_section_keeps_one_set_of_chunks_per_copy(count):
+    twice = [Section("# A", "Alpha beta gamma. " * 40)] * 2
+    chunks = chunk_sections(twice, count, max_tokens=30)
+    assert len({c.section_key for c in chunks}) == 2
+    once = chunk_sections(twice[:1], count, max_tokens=30, known=_cut_before(chunks))
+    assert once == chunk_sections(twice[:1], count, max_tokens=30)
