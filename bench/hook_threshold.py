@@ -10,7 +10,9 @@ vector arm's raw score: the fused hybrid score is normalised per query (min-max 
 fusion, ranks under RRF), so the best hit of "thanks" scores as high as the best hit of a real
 question, and BM25 scores grow with the prompt's length and the corpus.
 
-For a threshold t:
+The hook injects a passage when its similarity reaches t, or when it holds an identifier the
+prompt names (E-4711, config.toml: pgrecall.hooks.relevant); the shares below go through that
+same function. For a threshold t:
   answered: of the queries whose top hit is judged relevant (qrels), the share whose top hit
             reaches t, so the hook injects it;
   silent:   of the chit-chat prompts, the share where no hit reaches t, so the hook adds nothing
@@ -152,41 +154,44 @@ def index_scifact(settings, directory: Path):
     return dataset, mapping, url, summary
 
 
-def measure(recall, dataset, mapping) -> tuple[list[float], list[float], list[float], int]:
-    """The top hit's similarity of each query whose top hit is relevant; each chit-chat prompt's best
-    similarity, with and without the hook's skip of short prompts (a skipped prompt scores -inf)."""
-    relevant_tops: list[float] = []
+def measure(recall, dataset, mapping) -> tuple[list[list[hooks.Passage]], list[list[hooks.Passage]]]:
+    """The passages of each query whose top hit is judged relevant, and of each chit-chat prompt."""
+    answerable: list[list[hooks.Passage]] = []
     for query_id, query in dataset.queries.items():
         passages = recall.passages(query)
         if passages and dataset.qrels[query_id].get(mapping.get(passages[0].path.rsplit("/", 1)[-1], ""), 0) > 0:
-            relevant_tops.append(passages[0].similarity)
-    chit_best: list[float] = []
-    hook_best: list[float] = []
-    for prompt in CHIT_CHAT:
-        best = max((p.similarity for p in recall.passages(prompt)), default=float("-inf"))
-        chit_best.append(best)
-        hook_best.append(best if hooks.worth_searching(prompt) else float("-inf"))
-    return relevant_tops, chit_best, hook_best, len(dataset.queries)
+            answerable.append(passages)
+    return answerable, [recall.passages(prompt) for prompt in CHIT_CHAT]
 
 
-def shares(t: float, relevant_tops, chit_best, hook_best) -> dict[str, float]:
+def answered(t: float, answerable) -> float:
+    """The share of queries whose relevant top hit the hook injects at threshold t."""
+    return sum(hooks.relevant(passages, t)[:1] == passages[:1] for passages in answerable) / len(answerable)
+
+
+def silent(t: float, chit_chat, skip: bool = False) -> float:
+    """The share of chit-chat prompts for which the hook adds nothing at threshold t."""
+    quiet = [
+        (skip and not hooks.worth_searching(prompt)) or not hooks.relevant(passages, t)
+        for prompt, passages in zip(CHIT_CHAT, chit_chat, strict=True)
+    ]
+    return sum(quiet) / len(quiet)
+
+
+def shares(t: float, answerable, chit_chat) -> dict[str, float]:
     return {
         "threshold": round(t, 3),
-        "answered": round(sum(s >= t for s in relevant_tops) / len(relevant_tops), 3),
-        "silent": round(sum(s < t for s in chit_best) / len(chit_best), 3),
-        "silent_with_skip": round(sum(s < t for s in hook_best) / len(hook_best), 3),
+        "answered": round(answered(t, answerable), 3),
+        "silent": round(silent(t, chit_chat), 3),
+        "silent_with_skip": round(silent(t, chit_chat, skip=True), 3),
     }
 
 
-def choose(relevant_tops: list[float], chit_best: list[float]) -> tuple[float, float, float]:
-    """(lowest, highest, chosen): the range of thresholds meeting both targets, and its middle."""
-    lowest = next(t / 100 for t in range(-100, 101) if sum(s < t / 100 for s in chit_best) / 100 >= SILENT_TARGET)
-    feasible = [
-        t / 100
-        for t in range(-100, 101)
-        if sum(s >= t / 100 for s in relevant_tops) >= ANSWERED_TARGET * len(relevant_tops)
-    ]
-    highest = max(feasible)
+def choose(answerable, chit_chat) -> tuple[float, float, float]:
+    """(lowest, highest, chosen): the range of thresholds (by 0.01) meeting both targets, and its middle."""
+    grid = [t / 100 for t in range(-100, 101)]
+    lowest = min((t for t in grid if silent(t, chit_chat) >= SILENT_TARGET), default=1.0)
+    highest = max((t for t in grid if answered(t, answerable) >= ANSWERED_TARGET), default=-1.0)
     return lowest, highest, round((lowest + highest) / 2, 2)
 
 
@@ -206,17 +211,21 @@ def main() -> None:
     embedder = embedder_for(settings)
     recall = Recall.over(url, settings, embedder=embedder)
     try:
-        relevant_tops, chit_best, hook_best, queries = measure(recall, dataset, mapping)
+        answerable, chit_chat = measure(recall, dataset, mapping)
     finally:
         recall.close()
-    lowest, highest, chosen = choose(relevant_tops, chit_best)
+    lowest, highest, chosen = choose(answerable, chit_chat)
+    relevant_tops = [passages[0].similarity for passages in answerable]
+    chit_best = [max((p.similarity for p in passages), default=-1.0) for passages in chit_chat]
     grid = sorted({round(t / 100, 2) for t in range(20, 75, 5)} | {chosen, lowest, highest})
     result = {
         "dataset": dataset.name,
         "embedding": {"backend": embedder.backend, "space": embedder.space},
         "documents": len(mapping),
         "chunks": summary.chunks,
-        "queries": queries,
+        "queries": len(dataset.queries),
+        "queries_top_hit_exact": sum(passages[0].exact for passages in answerable),
+        "chit_chat_exact": sum(any(p.exact for p in passages) for passages in chit_chat),
         "queries_top_hit_relevant": len(relevant_tops),
         "chit_chat": len(chit_best),
         "relevant_top_similarity": {
@@ -230,15 +239,15 @@ def main() -> None:
             "max": round(max(chit_best), 3),
         },
         "meets_both": [lowest, highest] if lowest <= highest else None,
-        "chosen": shares(chosen, relevant_tops, chit_best, hook_best),
-        "table": [shares(t, relevant_tops, chit_best, hook_best) for t in grid],
+        "chosen": shares(chosen, answerable, chit_chat),
+        "table": [shares(t, answerable, chit_chat) for t in grid],
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
     print(
         f"{dataset.name}: {len(mapping)} documents, {summary.chunks} chunks, {embedder.backend}; "
-        f"{queries} test queries, {len(relevant_tops)} with a relevant top hit; {len(chit_best)} chit-chat prompts"
+        f"{result['queries']} test queries, {len(relevant_tops)} with a relevant top hit; {len(chit_best)} chit-chat prompts"
     )
     print(f"relevant top hit similarity: {result['relevant_top_similarity']}")
     print(f"chit-chat best similarity:   {result['chit_chat_best_similarity']}")

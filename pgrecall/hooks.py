@@ -20,6 +20,7 @@ from typing import Any
 
 from pgrecall.contract import MEMORY_ID
 from pgrecall.errors import InvalidInput
+from pgrecall.terms import identifier_terms
 
 PROMPT = "UserPromptSubmit"
 SESSION_START = "SessionStart"
@@ -77,9 +78,12 @@ def parse_payload(text: str, event: str) -> HookInput:
 
 
 def worth_searching(prompt: str) -> bool:
-    """False for what no note answers: slash commands, and prompts too short to mean a topic."""
+    """False for what no note answers: slash commands, and prompts too short to mean a topic
+    unless they name an identifier ("E-4711" is short and exact)."""
     text = prompt.strip()
-    return len(text) >= MIN_PROMPT_CHARS and not text.startswith("/")
+    if text.startswith("/"):
+        return False
+    return len(text) >= MIN_PROMPT_CHARS or bool(identifier_terms(text))
 
 
 def estimate_tokens(text: str) -> int:
@@ -96,6 +100,7 @@ class Passage:
     snippet: str
     memory_id: str | None
     similarity: float  # cosine similarity of the passage's vector with the prompt's (the vector arm's raw score)
+    exact: bool = False  # the passage holds an identifier the prompt names (E-4711, config.toml, v2.1)
 
 
 def memory_id_of(metadata: dict[str, Any]) -> str | None:
@@ -108,12 +113,20 @@ def full_path(source_root: str, path: str) -> str:
     return path if path.startswith("/") or not source_root else f"{source_root.rstrip('/')}/{path}"
 
 
+def names_identifier(text: str, identifiers: Iterable[str]) -> bool:
+    """Whether `text` holds one of the prompt's identifiers (pgrecall.terms.identifier_terms, lower case)."""
+    lowered = text.lower()
+    return any(identifier in lowered for identifier in identifiers)
+
+
 def relevant(passages: Iterable[Passage], min_similarity: float) -> list[Passage]:
-    """The passages at or above the threshold, one per document (its first, the best ranked), in order."""
+    """The passages at or above the threshold, or holding an identifier the prompt names (a dense
+    model cannot tell E-4711 from E-4712, so their similarity says little), one per document (its
+    first, the best ranked), in order."""
     kept: list[Passage] = []
     seen: set[int] = set()
     for passage in passages:
-        if passage.similarity >= min_similarity and passage.document_id not in seen:
+        if (passage.similarity >= min_similarity or passage.exact) and passage.document_id not in seen:
             seen.add(passage.document_id)
             kept.append(passage)
     return kept

@@ -116,8 +116,10 @@ class Recall:
 
         from pgrecall import queries
         from pgrecall.contract import MAX_QUERY_CHARS, search_request
+        from pgrecall.terms import identifier_terms
 
-        hits = self.searcher.run(search_request(prompt[:MAX_QUERY_CHARS], k=k, mode="hybrid"))
+        query = prompt[:MAX_QUERY_CHARS]
+        hits = self.searcher.run(search_request(query, k=k, mode="hybrid"))
         if not hits:
             return []
         vector = self.searcher.embedder.last[0]
@@ -129,6 +131,7 @@ class Recall:
         ):
             rows = cursor.execute(queries.load("hooks.sql")["passage_similarity"], params).fetchall()
         similarity = {row.chunk_id: row.similarity for row in rows}
+        identifiers = identifier_terms(query)
         return [
             hooks.Passage(
                 document_id=hit.document_id,
@@ -137,6 +140,7 @@ class Recall:
                 snippet=hit.snippet,
                 memory_id=hooks.memory_id_of(hit.metadata),
                 similarity=similarity.get(hit.chunk_id, -1.0),
+                exact=hooks.names_identifier(f"{hit.title or ''}\n{hit.heading}\n{hit.text}", identifiers),
             )
             for hit in hits
         ]

@@ -37,6 +37,10 @@ project: /home/ada/src/garden-planner
 Raised beds for carrots need at least 30 cm of loose soil.
 """
 NOTE = "# Deploy days\n\nDeploys go out on Tuesdays: Friday deploys broke on-call twice in October.\n"
+INCIDENTS = {
+    "incident-e4711.md": "# Incident E-4711\n\nThe checkout service timed out: the payment provider's TLS certificate expired.\n",
+    "incident-e4712.md": "# Incident E-4712\n\nThe checkout service timed out: a connection pool of two was exhausted.\n",
+}
 
 
 def session_lines(session_id: str, cwd: str, title: str, answer: str) -> str:
@@ -76,6 +80,8 @@ def indexed(index, home, tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "deploy-days.md").write_text(NOTE, encoding="utf-8")
+    for name, text in INCIDENTS.items():
+        (notes / name).write_text(text, encoding="utf-8")
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     here = "11111111-2222-4333-8444-555555555555"
@@ -241,3 +247,9 @@ def test_a_stdin_that_never_ends_ends_within_the_deadline(tmp_path):
     assert (process.returncode, out) == (0, b"")
     assert err == b"pgrecall hook prompt: nothing added, the 3 s deadline passed\n"
     assert time.monotonic() - started < 3 + 5
+
+
+def test_an_identifier_the_prompt_names_is_added_whatever_its_similarity(env):
+    done, _ = hook("prompt", prompt_payload("E-4711"), env)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "- Incident E-4711 (document_id " in done.stdout and "E-4712" not in done.stdout

@@ -209,3 +209,21 @@ def test_the_work_runs_in_a_daemon_thread(capsys):
     seen = []
     hook.within_deadline("prompt", lambda: seen.append(threading.current_thread().daemon) or "", deadline=10_000)
     assert seen == [True]
+
+
+def test_a_passage_holding_an_identifier_the_prompt_names_is_kept_below_the_threshold():
+    found = [passage(1, 0.21, exact=True), passage(2, 0.22), passage(3, 0.6)]
+    assert [p.document_id for p in hooks.relevant(found, 0.5)] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "identifiers", "named"),
+    [
+        ("Incident E-4711: the checkout timed out.", ["e-4711"], True),
+        ("Incident E-4712: the checkout timed out.", ["e-4711"], False),
+        ("Set it in Config.TOML", ["config.toml"], True),
+        ("anything", [], False),
+    ],
+)
+def test_names_identifier(text, identifiers, named):
+    assert hooks.names_identifier(text, identifiers) is named
