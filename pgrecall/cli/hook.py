@@ -35,11 +35,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "hook",
         run,
         help="Claude Code hooks: prompt (UserPromptSubmit), session-start (SessionStart)",
-        description="Read a Claude Code hook's JSON on stdin and print what the assistant should see: for "
-        "prompt, the passages relevant to the prompt (PGRECALL_HOOK_MIN_SCORE, PGRECALL_HOOK_PROMPT_TOKENS); "
-        "for session-start, the recent memories and sessions of its cwd (PGRECALL_HOOK_SESSION_TOKENS). "
-        "Nothing when nothing is relevant. Always exits 0, within PGRECALL_HOOK_DEADLINE seconds; "
-        "errors are one line on stderr.",
+        description="Read a Claude Code hook's JSON on stdin and print what the assistant should see:\n"
+        "  prompt          the passages relevant to the prompt (PGRECALL_HOOK_MIN_SCORE), within\n"
+        "                  PGRECALL_HOOK_PROMPT_TOKENS; nothing when none is\n"
+        "  session-start   the recent memories and Claude Code sessions of the hook's cwd, within\n"
+        "                  PGRECALL_HOOK_SESSION_TOKENS; nothing when there are none\n"
+        "Always exits 0 within PGRECALL_HOOK_DEADLINE seconds; an error is one line on stderr.",
         epilog='example: echo \'{"hook_event_name": "UserPromptSubmit", "cwd": "/src/app", '
         '"prompt": "why no Redis?"}\' | pgrecall hook prompt',
     )
@@ -102,10 +103,31 @@ class Recall:
         )
 
     @classmethod
-    def open(cls, settings: Settings) -> Recall:
+    def open(cls, settings: Settings, model: bool = True) -> Recall:
+        """Over the search database; with `model`, the model loads in a thread of its own
+        meanwhile, since neither waits for the other and a hook pays for both on every prompt."""
         from pgrecall.api.search import search_url
+        from pgrecall.embedding import embedder_for
 
-        return cls.over(search_url(settings), settings)
+        embedder = embedder_for(settings)
+        if not model:  # loaded on a first embedding, which listing recent documents never asks for
+            return cls.over(search_url(settings), settings, embedder=embedder)
+        failed: list[BaseException] = []
+
+        def load() -> None:
+            try:
+                embedder.load()
+            except BaseException as exc:  # noqa: BLE001 (raised again below, in the caller's thread)
+                failed.append(exc)
+
+        loading = threading.Thread(target=load, name="pgrecall-hook-model", daemon=True)
+        loading.start()
+        recall = cls.over(search_url(settings), settings, embedder=embedder)
+        loading.join()
+        if failed:
+            recall.close()
+            raise failed[0]
+        return recall
 
     def close(self) -> None:
         self.searcher.close()
@@ -183,7 +205,7 @@ def search_passages(prompt: str, settings: Settings) -> list[hooks.Passage]:
 
 def recent_documents(payload: hooks.HookInput, settings: Settings) -> list[hooks.Recent]:
     """The seam of the session-start hook: recent memories and sessions of the payload's cwd."""
-    recall = Recall.open(settings)
+    recall = Recall.open(settings, model=False)
     try:
         return recall.recent(settings, payload.cwd, payload.session_id, RECENT_LIMIT)
     finally:
