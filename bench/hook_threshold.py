@@ -169,6 +169,11 @@ def answered(t: float, answerable) -> float:
     return sum(hooks.relevant(passages, t)[:1] == passages[:1] for passages in answerable) / len(answerable)
 
 
+def answered_by_similarity(t: float, answerable) -> float:
+    """The same share without the identifier rule: the similarity alone."""
+    return sum(passages[0].similarity >= t for passages in answerable) / len(answerable)
+
+
 def silent(t: float, chit_chat, skip: bool = False) -> float:
     """The share of chit-chat prompts for which the hook adds nothing at threshold t."""
     quiet = [
@@ -182,6 +187,7 @@ def shares(t: float, answerable, chit_chat) -> dict[str, float]:
     return {
         "threshold": round(t, 3),
         "answered": round(answered(t, answerable), 3),
+        "answered_by_similarity": round(answered_by_similarity(t, answerable), 3),
         "silent": round(silent(t, chit_chat), 3),
         "silent_with_skip": round(silent(t, chit_chat, skip=True), 3),
     }
@@ -212,6 +218,8 @@ def main() -> None:
     recall = Recall.over(url, settings, embedder=embedder)
     try:
         answerable, chit_chat = measure(recall, dataset, mapping)
+        with recall.searcher.pool.connection() as conn:
+            chunks = conn.execute("SELECT count(*) FROM pgrecall.chunks").fetchone()[0]
     finally:
         recall.close()
     lowest, highest, chosen = choose(answerable, chit_chat)
@@ -222,7 +230,8 @@ def main() -> None:
         "dataset": dataset.name,
         "embedding": {"backend": embedder.backend, "space": embedder.space},
         "documents": len(mapping),
-        "chunks": summary.chunks,
+        "chunks": chunks,
+        "chunks_embedded_now": summary.chunks,
         "queries": len(dataset.queries),
         "queries_top_hit_exact": sum(passages[0].exact for passages in answerable),
         "chit_chat_exact": sum(any(p.exact for p in passages) for passages in chit_chat),
@@ -246,17 +255,18 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         return
     print(
-        f"{dataset.name}: {len(mapping)} documents, {summary.chunks} chunks, {embedder.backend}; "
+        f"{dataset.name}: {len(mapping)} documents, {chunks} chunks, {embedder.backend}; "
         f"{result['queries']} test queries, {len(relevant_tops)} with a relevant top hit; {len(chit_best)} chit-chat prompts"
     )
     print(f"relevant top hit similarity: {result['relevant_top_similarity']}")
     print(f"chit-chat best similarity:   {result['chit_chat_best_similarity']}")
     print(f"thresholds meeting both targets: {result['meets_both']}")
-    print(f"{'threshold':>9}  {'answered':>8}  {'silent':>6}  {'silent (with skip)':>18}")
+    print(f"{'threshold':>9}  {'answered':>8}  {'(similarity only)':>17}  {'silent':>6}  {'silent (with skip)':>18}")
     for row in result["table"]:
         mark = "  <- chosen" if row["threshold"] == chosen else ""
         print(
-            f"{row['threshold']:>9.2f}  {row['answered']:>8.3f}  {row['silent']:>6.3f}  {row['silent_with_skip']:>18.3f}{mark}"
+            f"{row['threshold']:>9.2f}  {row['answered']:>8.3f}  {row['answered_by_similarity']:>17.3f}  "
+            f"{row['silent']:>6.3f}  {row['silent_with_skip']:>18.3f}{mark}"
         )
 
 

@@ -238,9 +238,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "hook_min_score",
         "PGRECALL_HOOK_MIN_SCORE",
-        "`pgrecall hook prompt` adds only passages whose cosine similarity with the prompt is at least this "
-        "(chosen on SciFact, bench/hook_threshold.py)",
-        default=0.5,
+        "`pgrecall hook prompt` adds only passages whose cosine similarity with the prompt is at least this, "
+        "or that hold an identifier the prompt names (chosen on SciFact: bench/hook_threshold.py)",
+        default=0.47,
         minimum=-1,
         maximum=1,
         real=True,
