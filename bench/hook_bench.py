@@ -8,7 +8,10 @@ UserPromptSubmit JSON on stdin, cycling through PROMPTS (questions the notes ans
 chit-chat, all long enough to be searched: the hook's skip of very short prompts would make
 the figures look better than a real question costs). Each is timed from the process's start
 to its exit; p50 and p95 wall seconds are reported, with how many runs added context, added
-nothing, or ran out of the deadline (PGRECALL_HOOK_DEADLINE, as the environment sets it).
+nothing, or ran out of the deadline (PGRECALL_HOOK_DEADLINE, as the environment sets it; set it
+high to time the whole work on a busy machine), the CPU seconds per process (user + system,
+which a busy machine inflates less than wall time), and the floor: the same command with an
+empty stdin, which pays the interpreter's start and the CLI's imports and nothing else.
 The target without serve: p50 <= 0.7 s.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,6 +60,18 @@ def payload(prompt: str, cwd: str) -> str:
     )
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str], stdin: str) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds, the finished process) of one run."""
+    cpu, started = children_cpu(), time.perf_counter()
+    done = subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True)
+    return time.perf_counter() - started, children_cpu() - cpu, done
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
@@ -70,6 +86,8 @@ def main() -> int:
         env["PGRECALL_HOOK_DEADLINE"] = os.environ["PGRECALL_HOOK_DEADLINE"]
     pgrecall = [sys.executable, "-c", CLI]
     seconds: list[float] = []
+    cpu_seconds: list[float] = []
+    floor: list[float] = []
     outcomes = {"added context": 0, "added nothing": 0, "deadline passed": 0, "error": 0}
     try:
         done = subprocess.run([*pgrecall, "index", str(args.notes), "--quiet"], env=env, capture_output=True, text=True)
@@ -77,9 +95,9 @@ def main() -> int:
             raise SystemExit(f"index: {done.stderr.strip()[-500:]}")
         for number in range(args.runs):
             stdin = payload(PROMPTS[number % len(PROMPTS)], str(REPO))
-            started = time.perf_counter()
-            done = subprocess.run([*pgrecall, "hook", "prompt"], env=env, input=stdin, capture_output=True, text=True)
-            seconds.append(time.perf_counter() - started)
+            wall, cpu, done = timed([*pgrecall, "hook", "prompt"], env, stdin)
+            seconds.append(wall)
+            cpu_seconds.append(cpu)
             if done.returncode != 0:
                 raise SystemExit(f"hook prompt exited {done.returncode}: {done.stderr.strip()}")
             if "deadline passed" in done.stderr:
@@ -89,6 +107,8 @@ def main() -> int:
                 print(done.stderr.strip(), file=sys.stderr)
             else:
                 outcomes["added context" if done.stdout else "added nothing"] += 1
+        for _ in range(max(1, args.runs // 10)):  # the floor: start, imports, a refused empty stdin
+            floor.append(timed([*pgrecall, "hook", "prompt"], env, "")[0])
     finally:
         subprocess.run([*pgrecall, "db", "stop"], env=env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -99,6 +119,8 @@ def main() -> int:
         "p50_s": round(statistics.median(seconds), 3),
         "p95_s": round(percentile(seconds, 95), 3),
         "max_s": round(max(seconds), 3),
+        "cpu_p50_s": round(statistics.median(cpu_seconds), 3),
+        "floor_p50_s": round(statistics.median(floor), 3),
         "outcomes": outcomes,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
@@ -108,7 +130,8 @@ def main() -> int:
     else:
         print(
             f"pgrecall hook prompt, {args.runs} processes, no serve: p50 {result['p50_s']:.3f} s, "
-            f"p95 {result['p95_s']:.3f} s, max {result['max_s']:.3f} s; {outcomes}; "
+            f"p95 {result['p95_s']:.3f} s, max {result['max_s']:.3f} s, CPU p50 {result['cpu_p50_s']:.3f} s; "
+            f"floor (empty stdin) p50 {result['floor_p50_s']:.3f} s; {outcomes}; "
             f"load average {result['load_average']} on {result['cpus']} CPUs"
         )
     return 0

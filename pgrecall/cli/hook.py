@@ -13,13 +13,14 @@ faster path (a running server) or a project-aware listing can take their place.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from pgrecall import hooks
 from pgrecall.cli.common import command
@@ -272,16 +273,24 @@ def within_deadline(name: str, work: Callable[[], str], deadline: float) -> int:
         return 0
     text = outcome.get("text", "")
     if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        with contextlib.suppress(OSError):  # Claude Code stopped reading: nothing left to tell it
+            sys.stdout.write(text)
+            sys.stdout.flush()
     return 0
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
     work = prompt_output if args.event == "prompt" else session_start_output
 
     def read_and_answer() -> str:
         stdin = sys.stdin.buffer.read().decode("utf-8", "replace")
         return work(stdin, settings)
 
-    return within_deadline(args.event, read_and_answer, settings.hook_deadline)
+    within_deadline(args.event, read_and_answer, settings.hook_deadline)
+    # Out without the interpreter's teardown: the work closed what it opened, a thread may still
+    # be loading the model (the answer came from an error first), and the teardown of
+    # onnxruntime, numpy and the pool costs time on every prompt.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):
+            stream.flush()
+    os._exit(0)
