@@ -195,11 +195,11 @@ class Recall:
         ]
 
 
-def search_passages(prompt: str, settings: Settings) -> list[hooks.Passage]:
+def search_passages(payload: hooks.HookInput, settings: Settings) -> list[hooks.Passage]:
     """The seam of the prompt hook: the prompt's passages with their similarity, best first."""
     recall = Recall.open(settings)
     try:
-        return recall.passages(prompt)
+        return recall.passages(payload.prompt or "")
     finally:
         recall.close()
 
@@ -220,7 +220,7 @@ def prompt_output(stdin: str, settings: Settings) -> str:
     payload = hooks.parse_payload(stdin, hooks.PROMPT)
     if not hooks.worth_searching(payload.prompt or ""):
         return ""
-    passages = hooks.relevant(search_passages(payload.prompt or "", settings), settings.hook_min_score)
+    passages = hooks.relevant(search_passages(payload, settings), settings.hook_min_score)
     return hooks.prompt_context(passages, settings.hook_prompt_tokens)
 
 

@@ -43,8 +43,17 @@ INCIDENTS = {
 }
 
 
-def session_lines(session_id: str, cwd: str, title: str, answer: str) -> str:
-    common = {"sessionId": session_id, "cwd": cwd, "isSidechain": False, "version": "2.0.46", "gitBranch": "main"}
+def memory_note(memory_id: str, title: str, project: str, text: str) -> str:
+    return (
+        f"---\nid: {memory_id}\ncreated: '2026-11-19T10:00:00+00:00'\nupdated: '2026-11-19T10:00:00+00:00'\n"
+        f"title: {title}\nproject: {project}\n---\n{text}\n"
+    )
+
+
+def session_lines(session_id: str, cwd: str, title: str, answer: str, sidechain: bool = False) -> str:
+    common = {"sessionId": session_id, "cwd": cwd, "isSidechain": sidechain, "version": "2.0.46", "gitBranch": "main"}
+    if sidechain:
+        common["agentId"] = "a3f9c21"
     records = [
         {"type": "ai-title", "aiTitle": title, "sessionId": session_id},
         {
@@ -77,6 +86,14 @@ def indexed(index, home, tmp_path):
     memories.mkdir(parents=True)
     (memories / f"2026-11-20-queue-locking-{MEMORY_ID}.md").write_text(MEMORY, encoding="utf-8")
     (memories / "2026-11-21-garden-planner-beds-0a1b2c3d4e5f.md").write_text(OTHER_MEMORY, encoding="utf-8")
+    (memories / "2026-11-19-review-rule-aaaaaaaaaaaa.md").write_text(
+        memory_note("aaaaaaaaaaaa", "Review rule", "/home/ada/src", "Every change gets a second reviewer."),
+        encoding="utf-8",
+    )
+    (memories / "2026-11-19-old-ingest-bbbbbbbbbbbb.md").write_text(
+        memory_note("bbbbbbbbbbbb", "Old ingest", "/home/ada/src/ingest-old", "The old ingest polled every minute."),
+        encoding="utf-8",
+    )
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "deploy-days.md").write_text(NOTE, encoding="utf-8")
@@ -93,6 +110,15 @@ def indexed(index, home, tmp_path):
     (sessions / f"{there}.jsonl").write_text(
         session_lines(there, "/home/ada/src/garden-planner", "Plan the carrot beds", "30 cm of soil."),
         encoding="utf-8",
+    )
+    starting = json.loads((FIXTURES / "session_start.json").read_text())["session_id"]
+    (sessions / f"{starting}.jsonl").write_text(
+        session_lines(starting, CWD, "The session starting now", "Hello."), encoding="utf-8"
+    )
+    agents = sessions / here / "subagents"
+    agents.mkdir(parents=True)
+    (agents / "agent-a3f9c21.jsonl").write_text(
+        session_lines(here, CWD, "Read the retry code", "Read it.", sidechain=True), encoding="utf-8"
     )
     index(home / "memories", notes, sessions)
     return home
@@ -141,7 +167,10 @@ def test_session_start_briefs_this_projects_memories_and_sessions(env):
     assert text.startswith(f"pgrecall: recent memories and sessions for {CWD}, newest first:\n")
     assert f"Queue locking (memory {MEMORY_ID}, document_id " in text
     assert "session: Move the ingest retries to a backoff (document_id " in text
+    assert "Review rule (memory aaaaaaaaaaaa, " in text  # of a folder the cwd is in
     assert "Garden planner" not in text and "carrot" not in text  # another project's
+    assert "Old ingest" not in text  # /home/ada/src/ingest-old is not a folder the cwd is in
+    assert "The session starting now" not in text and "Read the retry code" not in text  # this one, a subagent's
 
 
 def test_session_start_with_an_empty_index_prints_nothing(db_url, tmp_path):
