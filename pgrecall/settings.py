@@ -221,6 +221,38 @@ SETTINGS: tuple[Setting, ...] = (
         default="off",
         choices=("off", "on"),
     ),
+    Setting(
+        "hook_prompt_tokens",
+        "PGRECALL_HOOK_PROMPT_TOKENS",
+        "`pgrecall hook prompt`: at most this many tokens (4 characters each) added to a prompt",
+        default=800,
+        minimum=50,
+    ),
+    Setting(
+        "hook_session_tokens",
+        "PGRECALL_HOOK_SESSION_TOKENS",
+        "`pgrecall hook session-start`: at most this many tokens (4 characters each) in the briefing",
+        default=600,
+        minimum=50,
+    ),
+    Setting(
+        "hook_min_score",
+        "PGRECALL_HOOK_MIN_SCORE",
+        "`pgrecall hook prompt` adds only passages whose cosine similarity with the prompt is at least this, "
+        "or that hold an identifier the prompt names (chosen on SciFact: bench/hook_threshold.py)",
+        default=0.47,
+        minimum=-1,
+        maximum=1,
+        real=True,
+    ),
+    Setting(
+        "hook_deadline",
+        "PGRECALL_HOOK_DEADLINE",
+        "seconds after which a hook gives up and adds nothing (counted from the process's start)",
+        default=1.5,
+        minimum=0.1,
+        real=True,
+    ),
 )
 
 _BY_FIELD = {setting.field: setting for setting in SETTINGS}
@@ -274,6 +306,10 @@ class Settings:
     reconcile_seconds: int
     stalled_seconds: int
     session_tool_results: str
+    hook_prompt_tokens: int
+    hook_session_tokens: int
+    hook_min_score: float
+    hook_deadline: float
 
     @property
     def embedded(self) -> bool:

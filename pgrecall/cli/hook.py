@@ -1,0 +1,296 @@
+"""`pgrecall hook prompt` and `pgrecall hook session-start`: Claude Code hooks that add what pgrecall knows.
+
+Claude Code pipes the event's JSON to the command and adds its stdout (exit 0) to the
+assistant's context. Neither hook ever fails the user's prompt: any error prints nothing on
+stdout, one line on stderr, and exits 0, and both end within PGRECALL_HOOK_DEADLINE seconds
+of the process's start whatever happens (the work runs in a daemon thread; when it is late,
+the process leaves at once with os._exit).
+
+The hooks reach the index through two seams, `search_passages` and `recent_documents`, so a
+faster path (a running server) or a project-aware listing can take their place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from pgrecall import hooks
+from pgrecall.cli.common import command
+from pgrecall.settings import Settings
+
+PROMPT_K = 8  # hybrid hits looked at; those under the threshold are dropped
+RECENT_LIMIT = 10  # of each kind, before the budget cuts the list
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    hook = command(
+        commands,
+        "hook",
+        run,
+        help="Claude Code hooks: prompt (UserPromptSubmit), session-start (SessionStart)",
+        description="Read a Claude Code hook's JSON on stdin and print what the assistant should see:\n"
+        "  prompt          the passages relevant to the prompt (PGRECALL_HOOK_MIN_SCORE), within\n"
+        "                  PGRECALL_HOOK_PROMPT_TOKENS; nothing when none is\n"
+        "  session-start   the recent memories and Claude Code sessions of the hook's cwd, within\n"
+        "                  PGRECALL_HOOK_SESSION_TOKENS; nothing when there are none\n"
+        "Always exits 0 within PGRECALL_HOOK_DEADLINE seconds; an error is one line on stderr.",
+        epilog='example: echo \'{"hook_event_name": "UserPromptSubmit", "cwd": "/src/app", '
+        '"prompt": "why no Redis?"}\' | pgrecall hook prompt',
+    )
+    hook.add_argument("event", choices=("prompt", "session-start"))
+
+
+# --- the seams ---------------------------------------------------------------------------------
+
+
+class _Remembering:
+    """The searcher's embedder, keeping the vectors it made last: the prompt's, for its similarities."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.last = None
+
+    def embed_batch(self, texts: list[str]):
+        self.last = self.inner.embed_batch(texts)
+        return self.last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Similarity:
+    """A passage's cosine similarity with the prompt (query passage_similarity)."""
+
+    chunk_id: int
+    similarity: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _RecentRow:
+    """A recent memory or session (query recent)."""
+
+    document_id: int
+    kind: str
+    source_root: str
+    path: str
+    title: str | None
+    metadata: dict[str, Any]
+    mtime: datetime.datetime | None
+    text: str
+
+
+class Recall:
+    """The hooks' reads, in this process: the hybrid search and the index's own queries (hooks.sql)."""
+
+    def __init__(self, searcher: Any):
+        self.searcher = searcher
+
+    @classmethod
+    def over(cls, url: str, settings: Settings, embedder: Any = None, pool_size: int = 1) -> Recall:
+        from pgrecall.api.search import Searcher
+        from pgrecall.embedding import embedder_for
+
+        return cls(
+            Searcher(url, settings, embedder=_Remembering(embedder or embedder_for(settings)), pool_size=pool_size)
+        )
+
+    @classmethod
+    def open(cls, settings: Settings, model: bool = True) -> Recall:
+        """Over the search database; with `model`, the model loads in a thread of its own
+        meanwhile, since neither waits for the other and a hook pays for both on every prompt."""
+        from pgrecall.api.search import search_url
+        from pgrecall.embedding import embedder_for
+
+        embedder = embedder_for(settings)
+        if not model:  # loaded on a first embedding, which listing recent documents never asks for
+            return cls.over(search_url(settings), settings, embedder=embedder)
+        failed: list[BaseException] = []
+
+        def load() -> None:
+            try:
+                embedder.load()
+            except BaseException as exc:  # noqa: BLE001 (raised again below, in the caller's thread)
+                failed.append(exc)
+
+        loading = threading.Thread(target=load, name="pgrecall-hook-model", daemon=True)
+        loading.start()
+        recall = cls.over(search_url(settings), settings, embedder=embedder)
+        loading.join()
+        if failed:
+            recall.close()
+            raise failed[0]
+        return recall
+
+    def close(self) -> None:
+        self.searcher.close()
+
+    def passages(self, prompt: str, k: int = PROMPT_K) -> list[hooks.Passage]:
+        """The prompt's hybrid hits, best first, each with its cosine similarity to the prompt."""
+        from psycopg.rows import class_row
+
+        from pgrecall import queries
+        from pgrecall.contract import MAX_QUERY_CHARS, search_request
+        from pgrecall.terms import identifier_terms
+
+        query = prompt[:MAX_QUERY_CHARS]
+        hits = self.searcher.run(search_request(query, k=k, mode="hybrid"))
+        if not hits:
+            return []
+        vector = self.searcher.embedder.last[0]
+        params = {"embedding": vector, "chunk_ids": [hit.chunk_id for hit in hits]}
+        with (
+            self.searcher.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=class_row(_Similarity)) as cursor,
+        ):
+            rows = cursor.execute(queries.load("hooks.sql")["passage_similarity"], params).fetchall()
+        similarity = {row.chunk_id: row.similarity for row in rows}
+        identifiers = identifier_terms(query)
+        return [
+            hooks.Passage(
+                document_id=hit.document_id,
+                path=hooks.full_path(hit.source_root, hit.path),
+                title=hit.title,
+                snippet=hit.snippet,
+                memory_id=hooks.memory_id_of(hit.metadata),
+                similarity=similarity.get(hit.chunk_id, -1.0),
+                exact=hooks.names_identifier(f"{hit.title or ''}\n{hit.heading}\n{hit.text}", identifiers),
+            )
+            for hit in hits
+        ]
+
+    def recent(self, settings: Settings, cwd: str | None, session_id: str | None, limit: int) -> list[hooks.Recent]:
+        from psycopg.rows import class_row
+
+        from pgrecall import queries
+        from pgrecall.memory_notes import folder_of
+
+        params = {"memory_root": str(folder_of(settings)), "cwd": cwd, "session_id": session_id, "limit": limit}
+        with (
+            self.searcher.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=class_row(_RecentRow)) as cursor,
+        ):
+            rows = cursor.execute(queries.load("hooks.sql")["recent"], params).fetchall()
+        return [
+            hooks.Recent(
+                document_id=row.document_id,
+                kind=row.kind,
+                path=hooks.full_path(row.source_root, row.path),
+                title=row.title,
+                memory_id=hooks.memory_id_of(row.metadata),
+                when=row.mtime,
+                text=row.text,
+            )
+            for row in rows
+        ]
+
+
+def search_passages(payload: hooks.HookInput, settings: Settings) -> list[hooks.Passage]:
+    """The seam of the prompt hook: the prompt's passages with their similarity, best first."""
+    recall = Recall.open(settings)
+    try:
+        return recall.passages(payload.prompt or "")
+    finally:
+        recall.close()
+
+
+def recent_documents(payload: hooks.HookInput, settings: Settings) -> list[hooks.Recent]:
+    """The seam of the session-start hook: recent memories and sessions of the payload's cwd."""
+    recall = Recall.open(settings, model=False)
+    try:
+        return recall.recent(settings, payload.cwd, payload.session_id, RECENT_LIMIT)
+    finally:
+        recall.close()
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+def prompt_output(stdin: str, settings: Settings) -> str:
+    payload = hooks.parse_payload(stdin, hooks.PROMPT)
+    if not hooks.worth_searching(payload.prompt or ""):
+        return ""
+    passages = hooks.relevant(search_passages(payload, settings), settings.hook_min_score)
+    return hooks.prompt_context(passages, settings.hook_prompt_tokens)
+
+
+def session_start_output(stdin: str, settings: Settings) -> str:
+    payload = hooks.parse_payload(stdin, hooks.SESSION_START)
+    return hooks.briefing(recent_documents(payload, settings), settings.hook_session_tokens, payload.cwd)
+
+
+def seconds_since_start() -> float:
+    """How long this process has run (Linux: /proc), 0.0 where that cannot be read."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            up = float(uptime.read().split()[0])
+        return max(0.0, up - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _leave(line: str) -> None:
+    """One line on stderr, nothing on stdout, exit 0 now: the work's thread may hang in a socket."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
+
+
+def within_deadline(name: str, work: Callable[[], str], deadline: float) -> int:
+    """Run `work` in a daemon thread; print what it returns if it ends in time (counted from
+    the process's start), else leave. Always 0: a hook must never fail the prompt."""
+    from pgrecall.errors import reason
+
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["text"] = work()
+        except BaseException as exc:  # noqa: BLE001 (every error is one line on stderr, never a failed prompt)
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"pgrecall-hook-{name}", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - seconds_since_start()))
+    if thread.is_alive():
+        _leave(f"pgrecall hook {name}: nothing added, the {deadline:g} s deadline passed")
+    if "error" in outcome:
+        print(f"pgrecall hook {name}: nothing added: {reason(outcome['error'])}", file=sys.stderr)
+        return 0
+    text = outcome.get("text", "")
+    if text:
+        with contextlib.suppress(OSError):  # Claude Code stopped reading: nothing left to tell it
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return 0
+
+
+def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
+    work = prompt_output if args.event == "prompt" else session_start_output
+
+    def read_and_answer() -> str:
+        stdin = sys.stdin.buffer.read().decode("utf-8", "replace")
+        return work(stdin, settings)
+
+    within_deadline(args.event, read_and_answer, settings.hook_deadline)
+    # Out without the interpreter's teardown: the work closed what it opened, a thread may still
+    # be loading the model (the answer came from an error first), and the teardown of
+    # onnxruntime, numpy and the pool costs time on every prompt.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):
+            stream.flush()
+    os._exit(0)
