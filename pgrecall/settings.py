@@ -221,6 +221,13 @@ SETTINGS: tuple[Setting, ...] = (
         default="off",
         choices=("off", "on"),
     ),
+    Setting(
+        "warm_socket",
+        "PGRECALL_WARM_SOCKET",
+        "the Unix socket on which serve answers searches with its loaded model (searches, hooks and mcp "
+        "ask it first); a path, or off",
+        shown="PGRECALL_HOME/search.sock",
+    ),
 )
 
 _BY_FIELD = {setting.field: setting for setting in SETTINGS}
@@ -274,6 +281,7 @@ class Settings:
     reconcile_seconds: int
     stalled_seconds: int
     session_tool_results: str
+    warm_socket: str | None
 
     @property
     def embedded(self) -> bool:
