@@ -129,25 +129,34 @@ class WarmServer:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgrecall-warm")
         self._server: asyncio.Server | None = None
         self._inode: int | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
+        self._closing = False
 
     async def start(self) -> None:
         sock = bind_private(self.path)
         self._inode = os.stat(self.path).st_ino
-        self._server = await asyncio.start_unix_server(self._serve, sock=sock, limit=MAX_REQUEST_BYTES)
+        self._server = await asyncio.start_unix_server(self._accepted, sock=sock, limit=MAX_REQUEST_BYTES)
         log.info("warm_socket_listening", path=str(self.path))
 
     async def close(self) -> None:
+        self._remove_socket_file()  # no new client finds it: they answer in-process from now on
         if self._server is not None:
+            # Python 3.11's Server.close() leaks a connection accepted just before it whose
+            # transport is made after it (an assertion in Server._attach): let the connections that
+            # clients made before the file went away be accepted and made first. Three turns of the
+            # loop: one to accept them all (the backlog at once), one to make them, one to spare.
+            for _ in range(3):
+                await asyncio.sleep(0)
             self._server.close()
-            for task in list(self._connections):
-                task.cancel()
+            self._closing = True  # one made after all the same is closed as it is made (_accepted)
+            for task, writer in list(self._connections.items()):
+                task.cancel()  # a task cancelled before it ran never closes its connection: closed here
+                writer.close()
             for task in list(self._connections):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self._server.wait_closed()
             self._server = None
-        self._remove_socket_file()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def _remove_socket_file(self) -> None:
@@ -159,10 +168,16 @@ class WarmServer:
             pass
         self._inode = None
 
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Called as the connection is made: each is known to close() before its task runs."""
+        if self._closing:
+            writer.close()
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
+        self._connections[task] = writer
+        task.add_done_callback(lambda done: self._connections.pop(done, None))
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
         try:
             if not _same_user(writer.get_extra_info("socket")):
                 writer.write(encode(error_answer("only the service's own user may connect")))
@@ -186,7 +201,6 @@ class WarmServer:
         except (ConnectionResetError, BrokenPipeError):
             pass  # the client went away before its answer
         finally:
-            self._connections.discard(task)
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()

@@ -135,6 +135,8 @@ def call(message: dict[str, Any], settings: Settings, timeout: float = DEFAULT_T
     if path is None:
         return None
     line = encode(message)
+    if len(line) > MAX_REQUEST_BYTES:
+        raise errors.InvalidInput(f"the request is longer than {MAX_REQUEST_BYTES} bytes")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
