@@ -74,6 +74,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_MODEL_CACHE": str(tmp_path / "models"),
         "PGRECALL_SESSION_TOOL_RESULTS": "on",
         "PGRECALL_REDACT_SECRETS": "false",
+        "PGRECALL_WARM_SOCKET": "off",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -90,6 +91,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.model_cache == (tmp_path / "models").resolve()
     assert settings.session_tool_results == "on"
     assert settings.redact_secrets is False
+    assert settings.warm_socket == "off"
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
