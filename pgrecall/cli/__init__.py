@@ -30,7 +30,8 @@ EXAMPLES = """examples:
 """
 
 # The command modules (pgrecall.cli.<name>), in the order `pgrecall --help` lists them, with the
-# commands each adds (tests/unit/test_cli_imports.py checks them against the modules).
+# commands each adds (tests/unit/test_warm_client.py checks them against the modules). `pgrecall COMMAND`
+# imports only its module: a search asking the warm socket does not pay for the others.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "index": ("index", "reembed"),
     "search": ("search",),
