@@ -81,6 +81,8 @@ def main() -> int:
     env = dict(os.environ, PGRECALL_HOME=str(home), PGRECALL_LOG_FORMAT="json", PGRECALL_CONFIG=str(home / "none.toml"))
     for name in ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_WARM_SOCKET"):
         env.pop(name, None)
+    home.mkdir(parents=True, exist_ok=True)
+    os.chdir(home)  # `python -m` imports from the working directory first: never a checkout's
     pgrecall = [args.python, "-m", "pgrecall.cli"]
     subprocess.run([*pgrecall, "index", "--quiet", str(EXAMPLES)], env=env, check=True, timeout=900)
     runs(args.python, env, 1)  # the database started and the model's files exported before any clock

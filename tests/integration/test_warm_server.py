@@ -8,9 +8,12 @@ import dataclasses
 import datetime
 import json
 import os
+import shutil
 import socket
 import stat
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +211,41 @@ def test_the_mcp_searcher_asks_the_socket_and_falls_back_in_process(warm, search
     assert fallback.run(request) == searcher.run(request)
     assert fallback.get_document("incidents/e4711.md") == searcher.get_document("incidents/e4711.md")
     assert Local.calls == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a client of another user")
+def test_a_client_of_another_user_is_refused(indexed, searcher, loop):
+    # Not under tmp_path: its folders (mode 0700) would stop the other user before the service could.
+    folder = Path(tempfile.mkdtemp(prefix="pgrecall-warm-"))
+    try:
+        folder.chmod(0o755)
+        server = WarmServer(searcher, folder / "search.sock")
+        loop.run(server.start())
+        os.chmod(server.path, 0o666)  # past the socket's own guard, to reach the service's
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:  # the client, as nobody: it only connects, asks and reports
+            try:
+                os.setuid(65534)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(60)
+                    sock.connect(str(server.path))
+                    sock.sendall(b'{"op": "search", "request": {"query": "E-4711"}}\n')
+                    os.write(write_end, sock.makefile("rb").readline())
+            except BaseException as exc:  # what the parent then shows, instead of an empty answer
+                os.write(write_end, repr(exc).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as answer:
+            reply = answer.read()
+        os.waitpid(child, 0)
+        loop.run(server.close())
+        assert reply.startswith(b"{"), reply
+        assert json.loads(reply) == {
+            "ok": False,
+            "error": "only the service's own user may connect",
+            "type": "WarmServiceError",
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
