@@ -9,7 +9,9 @@ from QUERIES: first without serve (each process answers in-process: it loads the
 then with `pgrecall serve` running (each asks its warm socket, PGRECALL_HOME/search.sock).
 The embedded database runs in both phases, started before any clock. Every run must
 exit 0 and print the same hits in both phases. Prints one JSON object: p50, p95, mean,
-min and max in milliseconds per phase, and the command.
+min and max in milliseconds per phase, the command, and two figures that a loaded machine
+distorts less: each search process's own CPU time (user + system, p50), and the p50 of
+`PYTHON -c pass` (the interpreter's bare start, the floor of any run) measured beside them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -35,8 +38,15 @@ def percentile(samples: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def summary(samples: list[float]) -> dict[str, float]:
+def cpu_ms() -> float:
+    """CPU time of the children waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def summary(samples: list[float], cpu: list[float]) -> dict[str, float]:
     return {
+        "cpu_p50_ms": round(statistics.median(cpu), 1),
         "p50_ms": round(statistics.median(samples), 1),
         "p95_ms": round(percentile(samples, 0.95), 1),
         "mean_ms": round(statistics.fmean(samples), 1),
@@ -45,17 +55,29 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def runs(python: str, env: dict[str, str], count: int) -> tuple[list[float], list[str]]:
-    samples, outputs = [], []
+def runs(python: str, env: dict[str, str], count: int) -> tuple[list[float], list[float], list[str]]:
+    """Wall and CPU milliseconds of each search process, and what each printed."""
+    samples, cpu, outputs = [], [], []
     for number in range(count):
         command = [python, "-m", "pgrecall.cli", "search", QUERIES[number % len(QUERIES)], "-k", "5", "--json"]
+        used = cpu_ms()
         started = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         samples.append((time.perf_counter() - started) * 1000)
+        cpu.append(cpu_ms() - used)
         if done.returncode != 0:
             raise SystemExit(f"search failed: {done.stderr.strip()}")
         outputs.append(done.stdout)
-    return samples, outputs
+    return samples, cpu, outputs
+
+
+def bare_start_ms(python: str, count: int = 20) -> float:
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        subprocess.run([python, "-c", "pass"], check=True)
+        samples.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(samples), 1)
 
 
 def wait_for_socket(python: str, env: dict[str, str], serve: subprocess.Popen) -> None:
@@ -87,12 +109,14 @@ def main() -> int:
     subprocess.run([*pgrecall, "index", "--quiet", str(EXAMPLES)], env=env, check=True, timeout=900)
     runs(args.python, env, 1)  # the database started and the model's files exported before any clock
 
-    cold, cold_out = runs(args.python, env, args.runs)
+    bare_before = bare_start_ms(args.python)
+    cold, cold_cpu, cold_out = runs(args.python, env, args.runs)
     log = open(home / "serve.log", "ab")  # noqa: SIM115 (closed below)
     serve = subprocess.Popen([*pgrecall, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for_socket(args.python, env, serve)
-        warm, warm_out = runs(args.python, env, args.runs)
+        warm, warm_cpu, warm_out = runs(args.python, env, args.runs)
+        bare_after = bare_start_ms(args.python)
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(120)
@@ -104,8 +128,10 @@ def main() -> int:
         "runs": args.runs,
         "command": f"{args.python} -m pgrecall.cli search QUERY -k 5 --json",
         "queries": list(QUERIES),
-        "with_serve": summary(warm),
-        "without_serve": summary(cold),
+        "with_serve": summary(warm, warm_cpu),
+        "without_serve": summary(cold, cold_cpu),
+        "bare_python_start_p50_ms": {"before": bare_before, "after": bare_after},
+        "load_average": os.getloadavg()[0],
     }
     print(json.dumps(result))
     return 0
