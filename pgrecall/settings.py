@@ -253,6 +253,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.1,
         real=True,
     ),
+    Setting(
+        "warm_socket",
+        "PGRECALL_WARM_SOCKET",
+        "the Unix socket on which serve answers searches with its loaded model (searches, hooks and mcp "
+        "ask it first); a path, or off",
+        shown="PGRECALL_HOME/search.sock",
+    ),
 )
 
 _BY_FIELD = {setting.field: setting for setting in SETTINGS}
@@ -310,6 +317,7 @@ class Settings:
     hook_session_tokens: int
     hook_min_score: float
     hook_deadline: float
+    warm_socket: str | None
 
     @property
     def embedded(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pgrecall import kinds
+from pgrecall import kinds, warm_client
 from pgrecall.cli.common import command, key_values, searcher
 from pgrecall.contract import MODES
 from pgrecall.settings import FUSIONS, Settings
@@ -47,6 +47,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
     )
     search.add_argument("--json", action="store_true", help="print one JSON array of hits")
+    search.set_defaults(lazy_logging=True)  # answered over the warm socket, it logs nothing
 
 
 def filters_of(args: argparse.Namespace) -> dict:
@@ -71,11 +72,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     request = search_request(
         args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=filters_of(args), fusion=args.fusion
     )
-    index = searcher(settings, pool_size=1)
-    try:
-        hits = index.run(request)
-    finally:
-        index.close()
+    hits = warm_client.search(request, settings)  # serve's loaded model, when it runs
+    if hits is None:
+        args.start_logging()
+        index = searcher(settings, pool_size=1)
+        try:
+            hits = index.run(request)
+        finally:
+            index.close()
     if args.json:
         print(json.dumps([hit.to_json() for hit in hits], ensure_ascii=False))
     else:

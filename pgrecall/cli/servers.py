@@ -108,14 +108,21 @@ def mcp_parts(settings: Settings, read_only: bool) -> tuple[Startup[Searcher], S
 
 
 def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall import warm_client
     from pgrecall.api.mcp_server import serve_stdio
+    from pgrecall.cli.warm import WarmSearcher
     from pgrecall.memory_notes import folder_of
 
     # The handshake is answered at once; the database, the model and the memory client start in
     # the background (after the SDK's import: started before it, they only slowed it down), tool calls wait.
     startup, memories = mcp_parts(settings, args.read_only)
-    if memories is not None:
+    # While serve runs, searches ask its warm socket: this process loads no model, and opens the
+    # memory client (the write path) only on the first write.
+    index = WarmSearcher(settings, startup)
+    warm = warm_client.answers(settings)
+    if memories is not None and not warm:
         memories.start()
-    startup.start()
-    serve_stdio(startup, memories, folder_of(settings))
+    if not warm:
+        startup.start()
+    serve_stdio(index, memories, folder_of(settings))
     return 0

@@ -1,9 +1,14 @@
-"""`pgrecall serve`, `watch` and `worker`: the long-running index service, whole or in parts."""
+"""`pgrecall serve`, `watch` and `worker`: the long-running index service, whole or in parts.
+
+serve also answers searches on a private socket while it runs (pgrecall.cli.warm), unless
+PGRECALL_WARM_SOCKET is off.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 
 from pgrecall.cli.common import command, url
 from pgrecall.settings import Settings
@@ -37,7 +42,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _run_service(args: argparse.Namespace, settings: Settings, watch: bool, work: bool) -> int:
     from pgrecall import roots as roots_module
-    from pgrecall.worker.service import run_service
 
     roots = []
     if watch:  # the memory folder is always watched, as the root "memories"
@@ -45,8 +49,26 @@ def _run_service(args: argparse.Namespace, settings: Settings, watch: bool, work
             roots_module.resolve(getattr(args, "paths", []), settings.config_file, required=False),
             roots_module.memory_folder(settings.config_file, settings.home),
         )
-    asyncio.run(run_service(settings, url(settings), roots, watch=watch, work=work))
+    asyncio.run(_serve(settings, url(settings), roots, watch=watch, work=work, warm=watch and work))
     return 0
+
+
+async def _serve(settings: Settings, url: str, roots: list, *, watch: bool, work: bool, warm: bool) -> None:
+    """The service, and beside it the warm search service (while the service runs, no longer)."""
+    from pgrecall.worker.service import run_service
+
+    warm_task = None
+    if warm:
+        from pgrecall.cli.warm import serve_warm
+
+        warm_task = asyncio.create_task(serve_warm(settings), name="warm-search")
+    try:
+        await run_service(settings, url, roots, watch=watch, work=work)
+    finally:
+        if warm_task is not None:
+            warm_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warm_task
 
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:

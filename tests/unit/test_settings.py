@@ -76,6 +76,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_REDACT_SECRETS": "false",
         "PGRECALL_HOOK_MIN_SCORE": "-0.5",
         "PGRECALL_HOOK_DEADLINE": "2.5",
+        "PGRECALL_WARM_SOCKET": "off",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -93,6 +94,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.session_tool_results == "on"
     assert settings.redact_secrets is False
     assert (settings.hook_min_score, settings.hook_deadline) == (-0.5, 2.5)
+    assert settings.warm_socket == "off"
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
