@@ -193,6 +193,15 @@ def test_bad_input_is_one_line_on_stderr_nothing_on_stdout_and_exit_0(event, std
     assert done.stderr.startswith(message) and done.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("event", ["prompt", "session-start"])
+def test_a_bad_setting_is_one_line_and_exit_0(event, tmp_path):
+    done, _ = hook(
+        event, prompt_payload("queue locking"), cli_env(home=tmp_path / "home", PGRECALL_HOOK_DEADLINE="soon")
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "PGRECALL_HOOK_DEADLINE" in done.stderr and done.stderr.count("\n") == 1
+
+
 def test_an_index_never_set_up_is_one_line(empty_db_url, tmp_path):
     done, _ = hook(
         "prompt",
