@@ -12,7 +12,7 @@ import sys
 
 import psycopg
 
-from pgrecall.cli import db, evaluate, index, memories, search, servers, service, sources, status
+from pgrecall.cli import db, evaluate, index, memories, recent, search, servers, service, sources, status
 from pgrecall.errors import PgRecallError, first_line
 from pgrecall.logs import configure_logging
 from pgrecall.settings import ENVIRONMENT_VARIABLES, load_settings
@@ -28,7 +28,7 @@ EXAMPLES = """examples:
 """
 
 # In the order `pgrecall --help` lists them.
-COMMAND_MODULES = (index, search, memories, service, sources, servers, status, db, evaluate)
+COMMAND_MODULES = (index, search, recent, memories, service, sources, servers, status, db, evaluate)
 SERVICE_COMMANDS = ("serve", "watch", "worker")  # they log their progress at INFO
 
 
