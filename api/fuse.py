@@ -110,10 +110,17 @@ def convex_fusion(lists: Sequence[RankedList], alpha: float = DEFAULT_ALPHA, arm
 
 # --- After fusion: the project searched from, then recency between exact ties ----------------------
 
-# A document of the project searched from counts this much more (score * 1.1). Small on
-# purpose: it reorders passages of about equal relevance, while an exact match in another
+# A document of the project searched from counts this much more under convex fusion (score * 1.1).
+# Small on purpose: it reorders passages of about equal relevance, while an exact match in another
 # project (an identifier only it holds scores far above the rest) keeps its place.
 PROJECT_BOOST = 0.1
+
+
+def project_boost(fusion: str, rrf_k: int = DEFAULT_K) -> float:
+    """The boost for a fusion's scores. Reciprocal rank scores are close together (first place in
+    both arms 2/61, fifth 2/65), so there it is one step of rank at the top, 1/k: it decides
+    between documents the ranks hold equal, and lifts none over a clearly better one."""
+    return PROJECT_BOOST if fusion == "convex" else 1.0 / rrf_k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,18 +148,23 @@ def exact_ties(fused: Sequence[Fused]) -> list[Hashable]:
     return [item for group in groups.values() if len(group) > 1 for item in group]
 
 
-def rerank(fused: Sequence[Fused], facts: Mapping[Hashable, Facts], project: str | None = None) -> list[Fused]:
-    """The fused candidates, with the documents of `project` boosted (PROJECT_BOOST; documents of
-    no project and of other projects keep their score), then ordered by score, evidence, newer
-    first, and the fusion's own order. With no project the scores are unchanged and only exact
-    ties can move."""
+def rerank(
+    fused: Sequence[Fused],
+    facts: Mapping[Hashable, Facts],
+    project: str | None = None,
+    boost: float = PROJECT_BOOST,
+) -> list[Fused]:
+    """The fused candidates, with the documents of `project` boosted (score * (1 + boost), see
+    project_boost; documents of no project and of other projects keep their score), then ordered
+    by score, evidence, newer first, and the fusion's own order. With no project the scores are
+    unchanged and only exact ties can move."""
     position = {item.id: at for at, item in enumerate(fused)}
 
     def boosted(item: Fused) -> Fused:
         fact = facts.get(item.id)
         if project is None or fact is None or fact.project != project:
             return item
-        return dataclasses.replace(item, score=item.score * (1.0 + PROJECT_BOOST))
+        return dataclasses.replace(item, score=item.score * (1.0 + boost))
 
     def newest_first(item: Fused) -> float:
         fact = facts.get(item.id)

@@ -17,7 +17,15 @@ from typing import Any
 
 from pgrecall import contract, database, status
 from pgrecall.api import enrich, reader, spaces, store
-from pgrecall.api.fuse import Facts, RankedList, convex_fusion, exact_ties, reciprocal_rank_fusion, rerank
+from pgrecall.api.fuse import (
+    Facts,
+    RankedList,
+    convex_fusion,
+    exact_ties,
+    project_boost,
+    reciprocal_rank_fusion,
+    rerank,
+)
 from pgrecall.api.store import Document
 from pgrecall.contract import (  # noqa: F401 (re-exported: the names this module always had)
     FILTER_FIELDS,
@@ -180,7 +188,8 @@ class Searcher:
             weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused)
             if weighed:
                 facts = {chunk_id: Facts(row.project, row.occurred) for chunk_id, row in session.facts(weighed).items()}
-                fused = rerank(fused, facts, request.project)
+                boost = project_boost(fusion, self.settings.rrf_k)
+                fused = rerank(fused, facts, request.project, boost)
             fused = fused[:k]
             rows = session.fetch([f.id for f in fused])
         return [

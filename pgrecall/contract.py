@@ -458,7 +458,8 @@ HIT_FIELDS: dict[str, str] = {
     "text": "the passage's full text",
     "snippet": "about 240 characters of the passage around the query's words",
     "score": "the fused score (Reciprocal Rank Fusion, or the convex combination of normalised arm scores), "
-    "times 1.1 for a document of the project searched from; higher is better",
+    "raised a little for a document of the project searched from (pgrecall.api.fuse.project_boost); "
+    "higher is better",
     "ranks": "the passage's rank in each arm (vector, keyword), null where that arm did not find it",
     "metadata": "the document's front matter",
     "modified": "when the file was last modified (ISO 8601), if known",
