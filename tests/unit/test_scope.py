@@ -206,13 +206,19 @@ def test_an_exact_match_in_another_project_keeps_first_place():
     assert [f.id for f in rerank(by_rank, facts, "/a", project_boost("rrf"))] == ["a-e4712", "b-e4711", "a-other"]
 
 
-def test_under_rrf_the_boost_lifts_a_document_by_about_one_rank_only():
-    keyword = [f"k{n}" for n in range(10)]
-    vector = [f"k{n}" for n in range(10)]
-    fused = reciprocal_rank_fusion([RankedList("keyword", keyword), RankedList("vector", vector)])
-    facts = {f"k{n}": Facts("/a" if n in (1, 4) else None, None) for n in range(10)}
-    ranked = [f.id for f in rerank(fused, facts, "/a", project_boost("rrf", 60))]
-    assert ranked[:5] == ["k1", "k0", "k2", "k4", "k3"]
+def test_under_rrf_the_boost_decides_near_ties_only():
+    # (keyword, vector) ranks: x (1, 1), y (2, 3), w (3, 2).
+    lists = [RankedList("keyword", ["x", "y", "w"]), RankedList("vector", ["x", "w", "y"])]
+    fused = reciprocal_rank_fusion(lists)
+    assert [f.id for f in fused] == ["x", "y", "w"]  # y (2, 3) and w (3, 2) tie; keyword first
+    mine = {"w": Facts("/a", None)}
+    assert [f.id for f in rerank(fused, mine, "/a", project_boost("rrf", 60))] == ["x", "w", "y"]
+    # A whole rank better in both arms stays above: y (2, 3) is not lifted over x (1, 1).
+    assert [f.id for f in rerank(fused, {"y": Facts("/a", None)}, "/a", project_boost("rrf", 60))][0] == "x"
+    twins = reciprocal_rank_fusion(
+        [RankedList("keyword", ["e4711", "e4712"]), RankedList("vector", ["e4711", "e4712"])]
+    )
+    assert rerank(twins, {"e4712": Facts("/a", None)}, "/a", project_boost("rrf", 60))[0].id == "e4711"
 
 
 def test_recency_orders_exact_ties_only():
