@@ -301,3 +301,27 @@ def test_a_chatgpt_conversation_is_at_its_last_message_shown():
     shown = chatgpt.current_branch(value[0]["mapping"], value[0].get("current_node"))
     times = [n["message"]["create_time"] for n in shown if chatgpt.message_text(n.get("message"))[1]]
     assert first.occurred_at == datetime.datetime.fromtimestamp(max(times), datetime.UTC)
+
+
+# --- a root's project in the config file ---
+
+
+def test_a_root_s_project_in_the_config_is_normalised_relative_to_the_file(tmp_path):
+    from pgrecall import roots
+    from pgrecall.errors import ConfigurationError
+
+    (tmp_path / "work" / "apollo" / ".git").mkdir(parents=True)
+    (tmp_path / "work" / "apollo" / "docs").mkdir()
+    (tmp_path / "notes").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[[roots]]\npath = "work/apollo/docs"\nproject = "./work/apollo/docs"\n'
+        '[[roots]]\nname = "team"\npath = "notes"\nproject = "Borealis"\n'
+        '[[roots]]\nname = "plain"\npath = "notes"\n'
+    )
+    apollo, team, plain = roots.from_config(config)
+    assert apollo.project == str((tmp_path / "work" / "apollo").resolve())
+    assert (team.project, plain.project) == ("Borealis", None)
+    config.write_text('[[roots]]\npath = "notes"\nproject = 3\n')
+    with pytest.raises(ConfigurationError, match="roots entry 1: project must be a folder or a name"):
+        roots.from_config(config)
