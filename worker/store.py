@@ -442,8 +442,8 @@ async def upsert_root(
         await conn.execute(Q["lock_roots"], {"key": locks.ROOTS_LOCK_KEY})
         cursor = await conn.execute(Q["root_project"], {"path": path})
         old = await cursor.fetchone()
-        params = {"name": name, "path": path, "archive_folder": archive_folder, "project": project}
-        await conn.execute(Q["upsert_root"], params)
+        await conn.execute(Q["upsert_root"], {"name": name, "path": path, "archive_folder": archive_folder})
+        await conn.execute(Q["set_root_project"], {"name": name, "project": project})
         if old is not None and old[0] != project:
             await conn.execute(Q["root_project_to_documents"], {"path": path, "project": project, "old": old[0]})
 

@@ -347,10 +347,11 @@ WHERE c.parent_id = m.id AND starts_with(c.path, m.old_path)
 SELECT pg_advisory_xact_lock(%(key)s)
 
 -- upsert_root --
-INSERT INTO pgrecall.roots (name, path, archive_folder, project)
-VALUES (%(name)s, %(path)s, %(archive_folder)s, %(project)s)
-ON CONFLICT (name) DO UPDATE SET
-    path = excluded.path, archive_folder = excluded.archive_folder, project = excluded.project
+INSERT INTO pgrecall.roots (name, path, archive_folder) VALUES (%(name)s, %(path)s, %(archive_folder)s)
+ON CONFLICT (name) DO UPDATE SET path = excluded.path, archive_folder = excluded.archive_folder
+
+-- set_root_project --
+UPDATE pgrecall.roots SET project = %(project)s WHERE name = %(name)s
 
 -- root_project --
 SELECT project FROM pgrecall.roots WHERE path = %(path)s
