@@ -120,7 +120,7 @@ def project_boost(fusion: str, rrf_k: int = DEFAULT_K) -> float:
     """The boost for a fusion's scores. Reciprocal rank scores are close together (first place in
     both arms 2/61, second 2/62, fifth 2/65), so there it is half a step of rank at the top,
     1/(2k): it decides between documents the ranks hold equal or nearly (first in one arm,
-    second in the other), and lifts none over one a whole rank better in both arms."""
+    second in the other), and lifts none over one a whole rank better in both arms (within the first k places)."""
     return PROJECT_BOOST if fusion == "convex" else 1.0 / (2 * rrf_k)
 
 
