@@ -56,6 +56,10 @@ _K_SCHEMA = {"minimum": 1, "maximum": MAX_K}
 _MODE_SCHEMA = {"enum": list(MODES)}
 _FUSION_SCHEMA = {"enum": list(FUSIONS)}
 _FUSION_TEXT = "rrf (Reciprocal Rank Fusion) or convex (normalised scores); default: the server's PGRECALL_FUSION"
+_PROJECT_TEXT = (
+    "the project searched from (its folder, or a name): its documents rank above other projects' at equal "
+    "relevance; not a filter (that is filters.project)"
+)
 
 Filters = create_model(
     "Filters",
@@ -84,11 +88,18 @@ class SearchRequest(BaseModel):
     filters: Filters | None = None  # type: ignore[valid-type]
     enrich: bool = Field(False, description="also search key-term variants of the query")
     fusion: str | None = Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)
+    project: str | None = Field(None, description=_PROJECT_TEXT)
 
     def contract(self) -> contract.SearchRequest:
         filters = self.filters.model_dump(exclude_none=True) if self.filters is not None else None
         return contract.search_request(
-            self.query, k=self.k, mode=self.mode, enrich=self.enrich, filters=filters, fusion=self.fusion
+            self.query,
+            k=self.k,
+            mode=self.mode,
+            enrich=self.enrich,
+            filters=filters,
+            fusion=self.fusion,
+            project=self.project,
         )
 
 
@@ -100,6 +111,8 @@ SearchQuery = create_model(
     mode=(str, Field("hybrid", json_schema_extra=_MODE_SCHEMA)),
     enrich=(bool, False),
     fusion=(str | None, Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)),
+    # `project` here is the filter, as every filter is a parameter of its own name.
+    prefer_project=(str | None, Field(None, description=_PROJECT_TEXT.replace("filters.project", "project"))),
     **{
         field.name: (str | None, Field(None, description=field.description, examples=[field.example]))
         for field in FILTERS
@@ -135,7 +148,24 @@ class DocumentOut(BaseModel):
     mtime: str | None
     indexed_at: str | None
     error: str | None
+    project: str | None
+    occurred_at: str | None
     chunks: list[ChunkOut]
+
+
+class RecentOut(BaseModel):
+    document_id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    project: str | None = Field(description="the document's project, null for none")
+    occurred_at: str = Field(description="its own time (ISO 8601): what the list is ordered by, newest first")
+    memory_id: str | None = Field(description="for a memory: its id")
+
+
+class RecentResponse(BaseModel):
+    documents: list[RecentOut]
 
 
 class HealthOut(BaseModel):
@@ -174,6 +204,7 @@ class RememberBody(BaseModel):
         default_factory=list, description=f"one line each, at most {contract.MAX_TAG_CHARS} characters"
     )
     metadata: Any = Field(None, json_schema_extra=_METADATA_SCHEMA)
+    project: str | None = Field(None, description="the project it belongs to (its folder, or a name)")
 
 
 class UpdateBody(BaseModel):
@@ -315,8 +346,20 @@ def search_router(searcher: Searcher) -> APIRouter:
             enrich=values["enrich"],
             filters=filters,
             fusion=values["fusion"],
+            project=values["prefer_project"],
         )
         return run_search(request)
+
+    @router.get("/recent", response_model=RecentResponse, summary="Documents by their own time, newest first")
+    def recent(
+        project: Annotated[str | None, Query(description="only this project's documents")] = None,
+        days: Annotated[int, Query(description="how far back, in days")] = contract.DEFAULT_RECENT_DAYS,
+        since: Annotated[str | None, Query(description=f"instead of days: {contract.TIME_FORMS}")] = None,
+        kind: Annotated[str | None, Query(description="only documents of this kind")] = None,
+        limit: Annotated[int, Query(description=f"at most this many, 1 to {contract.MAX_LIST}")] = 20,
+    ) -> dict[str, Any]:
+        request = contract.recent_request(project=project, days=days, kind=kind, limit=limit, since=since)
+        return {"documents": [document.to_json() for document in searcher.recent(request)]}
 
     @router.get("/documents/{document_id}", response_model=DocumentOut, summary="A document and its chunks")
     def get_document(document_id: int) -> DocumentOut:
@@ -326,6 +369,7 @@ def search_router(searcher: Searcher) -> APIRouter:
         data = found.to_dict()
         data["mtime"] = found.mtime.isoformat() if found.mtime else None
         data["indexed_at"] = found.indexed_at.isoformat() if found.indexed_at else None
+        data["occurred_at"] = found.occurred_at.isoformat() if found.occurred_at else None
         return DocumentOut(**data)
 
     return router
@@ -367,8 +411,9 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         responses={200: {"description": "the same text was already remembered: that memory", "model": SavedOut}},
     )
     def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
+        metadata = contract.with_project(body.metadata, body.project)
         saved = writer().remember(
-            body.text, title=body.title, tags=body.tags, metadata=body.metadata, source=source or "http"
+            body.text, title=body.title, tags=body.tags, metadata=metadata, source=source or "http"
         )
         if not saved.created:
             response.status_code = 200

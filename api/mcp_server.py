@@ -16,21 +16,28 @@ starts them again.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import psycopg
+import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
 
 from pgrecall import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
-from pgrecall.errors import PgRecallError, reason
+from pgrecall.errors import InvalidInput, PgRecallError, reason
 from pgrecall.memory_client import MemoryWriter
 from pgrecall.memory_notes import read_memories
+
+log = structlog.get_logger(__name__)
+ROOTS_TIMEOUT_S = 2.0
 
 INSTRUCTIONS = (
     "pgrecall is the user's long-term memory: their notes, documents and past Claude conversations, "
@@ -59,6 +66,28 @@ def client_name(ctx: Context | None) -> str:
     return name.strip() if isinstance(name, str) and name.strip() else DEFAULT_SOURCE
 
 
+async def client_project(ctx: Context | None) -> str | None:
+    """The project of the MCP client's first root (a file:// folder, normalised as every project is),
+    else None: a client without roots support, one that lists none, or one too slow to answer."""
+    try:
+        session = ctx.session  # type: ignore[union-attr]
+        if not session.check_client_capability(ClientCapabilities(roots=RootsCapability())):
+            return None
+        with warnings.catch_warnings():  # roots are deprecated in the 2026-07-28 protocol, not gone
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                result = await session.list_roots()
+    except (AttributeError, LookupError, ValueError, TimeoutError, MCPError) as exc:
+        log.info("mcp_roots_unavailable", error=reason(exc))
+        return None
+    for root in result.roots:
+        try:
+            return contract.normal_project(str(root.uri))
+        except InvalidInput:
+            continue
+    return None
+
+
 def _call(work: Callable[[], T]) -> T:
     try:
         return work()
@@ -68,12 +97,16 @@ def _call(work: Callable[[], T]) -> T:
 
 def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
     @server.tool(annotations=READ_ONLY)
-    def search_memory(
+    async def search_memory(
+        ctx: Context,
         query: str,
         k: int = 8,
         filters: dict[str, Any] | None = None,
         mode: str = "hybrid",
         fusion: str | None = None,
+        project: str | None = None,
+        since: str | None = None,
+        before: str | None = None,
     ) -> dict[str, Any]:
         """Search the user's notes, past conversations and saved memories (hybrid: meaning and exact words).
 
@@ -88,13 +121,24 @@ def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
             filters: optional; any of path_prefix ("projects/"), kind ("markdown", "text",
                 "claude_conversation", "claude_code_session", "chatgpt_conversation", "claude_project"), root (a watched folder's name; "memories" for the saved
                 memories only), metadata (front matter to match, {"status": "draft"}),
-                modified_since (ISO date).
+                project (only that project's documents: its folder or name), modified_since (ISO date).
             mode: "hybrid" (default), or "keyword" for exact words only, "vector" for meaning only.
             fusion: how hybrid combines meaning and exact words: "rrf" (by rank) or "convex" (by
                 normalised score); leave it out for the server's default.
+            project: the project you work in (its folder): its documents rank first at equal
+                relevance, others stay found. Default: your client's first root; "" for none.
+            since: only documents from then on, by their own time (a memory's creation, a
+                conversation's last message): "7d", "24h", "2w", "yesterday", "today", "2026-11-01".
+            before: only documents from before then, in the same forms.
         """
-        request = _call(lambda: contract.search_request(query, k=k, mode=mode, filters=filters, fusion=fusion))
-        hits = _call(lambda: searcher.get().run(request))
+        if project is None:
+            project = await client_project(ctx)
+        when = {name: value for name, value in (("since", since), ("before", before)) if value is not None}
+        merged = {**(filters or {}), **when} if when else filters
+        request = _call(
+            lambda: contract.search_request(query, k=k, mode=mode, filters=merged, fusion=fusion, project=project)
+        )
+        hits = await anyio.to_thread.run_sync(lambda: _call(lambda: searcher.get().run(request)))
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
 
@@ -118,6 +162,8 @@ def add_get_document(server: MCPServer, searcher: Lazy[Searcher]) -> None:
             "kind": found.kind,
             "metadata": found.metadata,
             "modified": found.mtime.isoformat() if found.mtime else None,
+            "project": found.project,
+            "occurred_at": found.occurred_at.isoformat() if found.occurred_at else None,
             "text": "\n\n".join(
                 f"{chunk['heading']}\n\n{chunk['text']}" if chunk["heading"] else chunk["text"]
                 for chunk in found.chunks
@@ -125,14 +171,36 @@ def add_get_document(server: MCPServer, searcher: Lazy[Searcher]) -> None:
         }
 
 
+def add_recent_memories(server: MCPServer, searcher: Lazy[Searcher]) -> None:
+    @server.tool(annotations=READ_ONLY)
+    def recent_memories(
+        project: str | None = None, days: int = contract.DEFAULT_RECENT_DAYS, kind: str | None = None, limit: int = 20
+    ) -> dict[str, Any]:
+        """What was remembered or discussed lately: memories, notes, sessions and conversations by
+        their own time (a memory's creation, a conversation's last message), newest first.
+
+        For "what did we decide last week": then get_document or search_memory for the detail.
+
+        Args:
+            project: only this project's documents (its folder or name).
+            days: how far back, in days (default 7).
+            kind: only documents of this kind ("markdown", "claude_code_session", ...).
+            limit: at most this many (1-1000, default 20).
+        """
+        request = _call(lambda: contract.recent_request(project=project, days=days, kind=kind, limit=limit))
+        found = _call(lambda: searcher.get().recent(request))
+        return {"documents": [document.to_json() for document in found]}
+
+
 def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=WRITE)
-    def remember(
+    async def remember(
         ctx: Context,
         text: str,
         title: str | None = None,
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        project: str | None = None,
     ) -> dict[str, Any]:
         """Save a memory for later sessions: a Markdown note in the user's memory folder, searchable at once.
 
@@ -150,13 +218,23 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
             title: optional one-line title.
             tags: optional short tags ("ops", "apollo"), one line each, at most 64 characters.
             metadata: optional flat mapping of names to strings, numbers or booleans
-                ({"project": "apollo"}), stored as front matter and usable as a search filter.
+                ({"status": "draft"}), stored as front matter and usable as a search filter.
+            project: the project it belongs to (its folder); default: your client's first root.
+                "" for none: a memory about the user that holds in every project.
 
         Returns the memory: id (for update_memory and forget), path, text, tags, created, ...
         """
         source = client_name(ctx)
-        saved = _call(lambda: memories.get().remember(text, title=title, tags=tags, metadata=metadata, source=source))
-        return saved.to_json()
+        if project is None:
+            project = await client_project(ctx)
+        with_project = _call(lambda: contract.with_project(metadata, project))
+
+        def save() -> dict[str, Any]:
+            return _call(
+                lambda: memories.get().remember(text, title=title, tags=tags, metadata=with_project, source=source)
+            ).to_json()
+
+        return await anyio.to_thread.run_sync(save)
 
 
 def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
@@ -220,6 +298,7 @@ def create_server(
     server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
     add_search_memory(server, searcher)
     add_get_document(server, searcher)
+    add_recent_memories(server, searcher)
     if memories is not None:
         add_remember(server, memories)
         add_update_memory(server, memories)

@@ -15,9 +15,17 @@ import re
 import threading
 from typing import Any
 
-from pgrecall import database, status
+from pgrecall import contract, database, status
 from pgrecall.api import enrich, reader, spaces, store
-from pgrecall.api.fuse import RankedList, convex_fusion, reciprocal_rank_fusion
+from pgrecall.api.fuse import (
+    Facts,
+    RankedList,
+    convex_fusion,
+    exact_ties,
+    project_boost,
+    reciprocal_rank_fusion,
+    rerank,
+)
 from pgrecall.api.store import Document
 from pgrecall.contract import (  # noqa: F401 (re-exported: the names this module always had)
     FILTER_FIELDS,
@@ -107,6 +115,11 @@ class Searcher:
         with self.pool.connection() as conn, conn.transaction():
             return store.document(conn, id_or_path)
 
+    def recent(self, request: contract.RecentRequest) -> list[store.RecentDocument]:
+        """Documents by their own time, newest first, for a request built by contract.recent_request."""
+        with self.pool.connection() as conn, conn.transaction():
+            return store.recent(conn, request.since, request.project, request.kind, request.limit)
+
     def health(self) -> dict[str, Any]:
         with self.pool.connection() as conn, conn.transaction():
             return status.health(conn)
@@ -120,12 +133,21 @@ class Searcher:
         enrich_query: bool = False,
         keyword_depth: int = 1000,
         fusion: str | None = None,
+        project: str | None = None,
     ) -> list[Hit]:
         """The engine's entry: validated as every interface is, but k up to MAX_INTERNAL_K
         (evaluations rank deeper than any interface may ask; pgrecall.contract).
-        fusion: "rrf" or "convex"; None for the PGRECALL_FUSION setting."""
+        fusion: "rrf" or "convex"; None for the PGRECALL_FUSION setting. project: the project
+        searched from, whose documents rank first at equal relevance (not a filter)."""
         request = search_request(
-            query, k=k, mode=mode, enrich=enrich_query, filters=filters, fusion=fusion, max_k=MAX_INTERNAL_K
+            query,
+            k=k,
+            mode=mode,
+            enrich=enrich_query,
+            filters=filters,
+            fusion=fusion,
+            project=project,
+            max_k=MAX_INTERNAL_K,
         )
         return self.run(request, keyword_depth=keyword_depth)
 
@@ -159,9 +181,16 @@ class Searcher:
                     lists.append(_ranked("vector", scored, _variant_weight(position)))
             arms = ("vector", "keyword")
             if fusion == "convex":
-                fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms)[:k]
+                fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms)
             else:
-                fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms)[:k]
+                fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms)
+            # The project searched from, and recency between exact ties: only what can move reads facts.
+            weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused)
+            if weighed:
+                facts = {chunk_id: Facts(row.project, row.occurred) for chunk_id, row in session.facts(weighed).items()}
+                boost = project_boost(fusion, self.settings.rrf_k)
+                fused = rerank(fused, facts, request.project, boost)
+            fused = fused[:k]
             rows = session.fetch([f.id for f in fused])
         return [
             Hit(
@@ -179,6 +208,8 @@ class Searcher:
                 metadata=row.metadata,
                 modified=row.mtime,
                 arm_scores=f.arm_scores,
+                project=row.project,
+                occurred_at=row.occurred_at,
             )
             for f in fused
             if (row := rows.get(f.id)) is not None
@@ -228,15 +259,30 @@ def search(
     mode: str = "hybrid",
     enrich: bool = False,
     fusion: str | None = None,
+    project: str | None = None,
 ) -> list[Hit]:
     """Hybrid search of the index configured by PGRECALL_* variables: k from 1 to MAX_K (100),
     validated as every interface is (pgrecall.contract.search_request). fusion: "rrf" or
-    "convex" (pgrecall.api.fuse); None for the PGRECALL_FUSION setting."""
+    "convex" (pgrecall.api.fuse); None for the PGRECALL_FUSION setting. filters: see
+    pgrecall.contract.FILTERS (project, since and before among them). project: the project
+    searched from (a folder, normalised to its git top-level, or a name): its documents rank
+    above other projects' at equal relevance; documents of other projects and of none stay found."""
     # Validated before any connection.
-    request = search_request(query, k=k, mode=mode, enrich=enrich, filters=filters, fusion=fusion)
+    request = search_request(query, k=k, mode=mode, enrich=enrich, filters=filters, fusion=fusion, project=project)
     return default_searcher().run(request)
 
 
 def get_document(id_or_path: int | str) -> Document | None:
     """A document and its chunks, by id or path; None when there is none."""
     return default_searcher().get_document(id_or_path)
+
+
+def recent(
+    project: str | None = None,
+    days: int = contract.DEFAULT_RECENT_DAYS,
+    kind: str | None = None,
+    limit: int = contract.DEFAULT_RECENT_LIMIT,
+) -> list[store.RecentDocument]:
+    """What was remembered or discussed lately: documents by their own time, newest first
+    (pgrecall.contract.recent_request validates the arguments)."""
+    return default_searcher().recent(contract.recent_request(project=project, days=days, kind=kind, limit=limit))

@@ -76,6 +76,42 @@ class ChunkRow:
     text: str
     metadata: dict[str, Any]
     mtime: datetime.datetime | None
+    project: str | None
+    occurred_at: datetime.datetime | None
+
+
+class CandidateFacts(NamedTuple):
+    """A fused candidate's document, as the ranking after fusion weighs it (query candidate_facts)."""
+
+    chunk_id: int
+    project: str | None
+    occurred: float | None  # the document's own time, as a POSIX timestamp
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentDocument:
+    """A document by its own time (query recent_documents)."""
+
+    document_id: int
+    source_root: str
+    path: str
+    kind: str
+    title: str | None
+    project: str | None
+    occurred_at: datetime.datetime
+    memory_id: str | None  # the memory's id, for a note of the memory folder
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "occurred_at": self.occurred_at.isoformat()}
+
+
+def recent(
+    conn: psycopg.Connection, since: datetime.datetime, project: str | None, kind: str | None, limit: int
+) -> list[RecentDocument]:
+    """Documents whose own time is at or after `since`, newest first."""
+    params = {"since": since, "project": project, "kind": kind, "limit": limit}
+    with conn.cursor(row_factory=class_row(RecentDocument)) as cursor:
+        return cursor.execute(_RAW["recent_documents"], params).fetchall()
 
 
 def _configure_read_only(conn: psycopg.Connection) -> None:
@@ -202,6 +238,12 @@ class ReadSession:
             rows = cursor.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()
         return {row.chunk_id: row for row in rows}
 
+    def facts(self, chunk_ids: Sequence[int]) -> dict[int, CandidateFacts]:
+        """chunk id -> its document's project and own time, for the ranking after fusion."""
+        with self.conn.cursor(row_factory=class_row(CandidateFacts)) as cursor:
+            rows = cursor.execute(_RAW["candidate_facts"], {"chunk_ids": list(chunk_ids)}).fetchall()
+        return {row.chunk_id: row for row in rows}
+
 
 @dataclasses.dataclass(frozen=True)
 class Document:
@@ -214,6 +256,8 @@ class Document:
     mtime: datetime.datetime | None
     indexed_at: datetime.datetime | None
     error: str | None
+    project: str | None
+    occurred_at: datetime.datetime | None  # the document's own time (pgrecall.worker.document)
     chunks: list[dict[str, Any]]  # ordinal, heading, text
 
     @property

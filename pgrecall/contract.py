@@ -20,6 +20,7 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import InvalidInput
+from pgrecall.projects import MAX_PROJECT_CHARS, project_of
 from pgrecall.settings import FUSIONS
 
 MAX_MEMORY_BYTES = 64 * 1024
@@ -135,6 +136,31 @@ def memory_source(source: Any) -> str | None:
     return source.strip()[:MAX_SOURCE_CHARS] or None
 
 
+def normal_project(value: Any, field: str = "project") -> str | None:
+    """A project as every interface takes it: a path (normalised to its git top-level, see
+    pgrecall.projects) or a name; None or "" for none."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string: a folder's absolute path or a name")
+    _no_control_characters(field, value, allow_newlines=False)
+    if not value.strip():
+        return None
+    clean = project_of(value)
+    if len(clean) > MAX_PROJECT_CHARS:
+        raise InvalidInput(f"{field} is longer than {MAX_PROJECT_CHARS} characters")
+    return clean
+
+
+def with_project(metadata: Any, project: Any) -> Any:
+    """A memory's metadata with its project (normalised, see normal_project) in the front matter's
+    `project` key; the metadata as given when there is no project."""
+    clean = normal_project(project)
+    if clean is None or (metadata is not None and not isinstance(metadata, Mapping)):
+        return metadata  # memory_metadata refuses what is not a mapping
+    return {**(metadata or {}), "project": clean}
+
+
 def memory_id(value: Any) -> str:
     """A memory's id: 12 hexadecimal digits. Nothing else (no path) reaches the file system."""
     if not isinstance(value, str) or not MEMORY_ID.fullmatch(value.strip().lower()):
@@ -185,6 +211,38 @@ MAX_QUERY_CHARS = 2000
 MAX_FILTER_DEPTH = 32
 
 
+TIME_FORMS = "an ISO date or time, today, yesterday, or an age such as 24h, 7d, 2w"
+_AGE = re.compile(r"(\d{1,6})\s*(h|hours?|d|days?|w|weeks?)(\s+ago)?")
+_AGE_UNITS = {"h": datetime.timedelta(hours=1), "d": datetime.timedelta(days=1), "w": datetime.timedelta(weeks=1)}
+
+
+def parse_when(value: Any, field: str = "since", now: datetime.datetime | None = None) -> datetime.datetime:
+    """A moment in natural form, as an aware datetime: an ISO date or time (a date is its
+    midnight; without an offset, local time), `today` and `yesterday` (their midnight),
+    or an age back from `now` (`24h`, `7d`, `2w`, `3 days ago`)."""
+    now = (now or datetime.datetime.now()).astimezone()
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.astimezone()
+    if isinstance(value, datetime.date):
+        return datetime.datetime.combine(value, datetime.time()).astimezone()
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field} must be {TIME_FORMS}")
+    text = value.strip().lower()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if text == "today":
+        return midnight
+    if text == "yesterday":
+        # The calendar day before, whatever a change of clocks did to its length.
+        return datetime.datetime.combine(midnight.date() - datetime.timedelta(days=1), datetime.time()).astimezone()
+    if age := _AGE.fullmatch(text):
+        return now - int(age.group(1)) * _AGE_UNITS[age.group(2)[0]]
+    try:
+        moment = datetime.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(f"{field} must be {TIME_FORMS}, got {value[:40]!r}") from None
+    return moment if moment.tzinfo else moment.astimezone()
+
+
 @dataclasses.dataclass(frozen=True)
 class FilterField:
     name: str
@@ -199,7 +257,12 @@ FILTERS = (
     FilterField("path_prefix", str, "paths starting with this: relative to the root, or absolute", "projects/"),
     FilterField("kind", str, f"one of {', '.join(kinds.SEARCHABLE)}", "markdown"),
     FilterField("metadata", dict, "front matter to match (containment)", {"project": "apollo"}),
-    FilterField("modified_since", str, "ISO date or time", "2026-01-01"),
+    FilterField("modified_since", str, "ISO date or time, on the file's modification time", "2026-01-01"),
+    FilterField(
+        "project", str, "the project's folder (its git top-level) or name: only its documents", "/home/me/apollo"
+    ),
+    FilterField("since", str, f"on the document's own time: {TIME_FORMS}", "7d"),
+    FilterField("before", str, f"on the document's own time, exclusive: {TIME_FORMS}", "2026-11-01"),
 )
 FILTER_FIELDS = tuple(field.name for field in FILTERS)
 
@@ -214,6 +277,9 @@ class SearchRequest:
     enrich: bool = False
     filters: dict[str, Any] = dataclasses.field(default_factory=dict)
     fusion: str | None = None  # one of FUSIONS; None: the searcher's PGRECALL_FUSION
+    # The project searched from: its documents rank above other projects' at equal relevance
+    # (pgrecall.api.fuse.prefer_project). Not a filter: the filter is filters["project"].
+    project: str | None = None
 
 
 def search_request(
@@ -223,6 +289,7 @@ def search_request(
     enrich: Any = False,
     filters: Any = None,
     fusion: Any = None,
+    project: Any = None,
     *,
     max_k: int = MAX_K,
 ) -> SearchRequest:
@@ -245,7 +312,15 @@ def search_request(
         fusion = None
     if fusion is not None and fusion not in FUSIONS:
         raise InvalidInput(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
-    return SearchRequest(query=query, k=k, mode=mode, enrich=enrich, filters=validate_filters(filters), fusion=fusion)
+    return SearchRequest(
+        query=query,
+        k=k,
+        mode=mode,
+        enrich=enrich,
+        filters=validate_filters(filters),
+        fusion=fusion,
+        project=normal_project(project),
+    )
 
 
 def check_text(value: str, field: str) -> str:
@@ -303,6 +378,12 @@ def validate_filters(filters: Any) -> dict[str, Any]:
             value = check_json(value, "filter metadata")
         elif name == "modified_since":
             value = _parse_time(value)
+        elif name in ("since", "before"):
+            value = parse_when(value, f"filter {name}")
+        elif name == "project":
+            value = normal_project(value, "filter project")
+            if value is None:
+                continue
         elif not isinstance(value, str) or not value:
             raise InvalidInput(f"filter {name} must be a non-empty string")
         else:
@@ -310,6 +391,8 @@ def validate_filters(filters: Any) -> dict[str, Any]:
             if name == "kind" and value not in kinds.SEARCHABLE:
                 raise InvalidInput(f"unknown kind {value!r}; use one of {', '.join(kinds.SEARCHABLE)}")
         clean[name] = value
+    if "since" in clean and "before" in clean and clean["since"] >= clean["before"]:
+        raise InvalidInput("filter since must be earlier than before")
     return clean
 
 
@@ -348,6 +431,8 @@ class Hit:
     # Convex fusion: each arm's min-max normalised score (None where the arm did not find the
     # passage); None under Reciprocal Rank Fusion, which fuses ranks only.
     arm_scores: dict[str, float | None] | None = None
+    project: str | None = None
+    occurred_at: datetime.datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON values: what `pgrecall search --json`, POST /search and search_memory return."""
@@ -355,6 +440,7 @@ class Hit:
         data["ranks"] = dict(self.ranks)
         data["arm_scores"] = dict(self.arm_scores) if self.arm_scores is not None else None
         data["modified"] = self.modified.isoformat() if self.modified else None
+        data["occurred_at"] = self.occurred_at.isoformat() if self.occurred_at else None
         return data
 
     def to_dict(self) -> dict[str, Any]:  # the name before to_json
@@ -371,14 +457,57 @@ HIT_FIELDS: dict[str, str] = {
     "heading": "the heading path of the passage within its document",
     "text": "the passage's full text",
     "snippet": "about 240 characters of the passage around the query's words",
-    "score": "the fused score (Reciprocal Rank Fusion, or the convex combination of normalised arm scores); "
+    "score": "the fused score (Reciprocal Rank Fusion, or the convex combination of normalised arm scores), "
+    "raised a little for a document of the project searched from (pgrecall.api.fuse.project_boost); "
     "higher is better",
     "ranks": "the passage's rank in each arm (vector, keyword), null where that arm did not find it",
     "metadata": "the document's front matter",
     "modified": "when the file was last modified (ISO 8601), if known",
     "arm_scores": "convex fusion: each arm's min-max normalised score (vector, keyword), 0 to 1, null where "
     "that arm did not find it; null under rrf",
+    "project": "the document's project (a folder's git top-level, or a name), null for none",
+    "occurred_at": "the document's own time (ISO 8601): a memory's creation, a conversation's last message, "
+    "else the file's modification time",
 }
+
+
+# --- Recent documents -----------------------------------------------------------------------------
+
+DEFAULT_RECENT_DAYS = 7
+MAX_RECENT_DAYS = 36600
+DEFAULT_RECENT_LIMIT = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentRequest:
+    since: datetime.datetime
+    project: str | None = None
+    kind: str | None = None
+    limit: int = DEFAULT_RECENT_LIMIT
+
+
+def recent_request(
+    project: Any = None,
+    days: Any = DEFAULT_RECENT_DAYS,
+    kind: Any = None,
+    limit: Any = DEFAULT_RECENT_LIMIT,
+    since: Any = None,
+    *,
+    now: datetime.datetime | None = None,
+) -> RecentRequest:
+    """What `pgrecall recent`, GET /recent and recent_memories list: documents whose own time is
+    within the last `days` days (or since `since`, any form parse_when takes), newest first."""
+    if since is not None and since != "":
+        moment = parse_when(since, "since", now=now)
+    else:
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_RECENT_DAYS:
+            raise InvalidInput(f"days must be an integer from 1 to {MAX_RECENT_DAYS}")
+        moment = (now or datetime.datetime.now()).astimezone() - datetime.timedelta(days=days)
+    if kind == "":
+        kind = None
+    if kind is not None and kind not in kinds.SEARCHABLE:
+        raise InvalidInput(f"unknown kind {str(kind)[:40]!r}; use one of {', '.join(kinds.SEARCHABLE)}")
+    return RecentRequest(since=moment, project=normal_project(project), kind=kind, limit=list_limit(limit))
 
 
 def hit_json_types() -> dict[str, Any]:

@@ -90,11 +90,16 @@ def remember(
     tags: Iterable[str] = (),
     metadata: Mapping[str, str | int | float | bool] | None = None,
     source: str | None = None,
+    project: str | None = None,
 ) -> Saved:
-    """Write `text` as a note of the memory folder and index it. Returns a `Saved`: `.memory`
+    """Write `text` as a note of the memory folder and index it; `project` (a folder, taken to its
+    git top-level, or a name) is written as the front matter's `project`. Returns a `Saved`: `.memory`
     (id, path relative to the memory folder, title, text, tags, source, metadata, created,
     updated), `.created` (False: the same text was already remembered; that memory is
     returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput."""
+    from pgrecall.contract import with_project
+
+    metadata = with_project(metadata, project)
     return default_client().remember(text, title=title, tags=tags, metadata=metadata, source=source)
 
 

@@ -14,6 +14,11 @@ name = "claude-code"
 path = "~/.claude/projects"
 archive = true   # keep what the source deletes, under PGRECALL_HOME/archive/claude-code/
 
+[[roots]]
+name = "apollo-notes"
+path = "~/work/apollo/docs"
+project = "~/work/apollo"   # the project of its notes that name none in their front matter
+
 [memory]
 folder = "~/memories"   # default: memories/ in the data directory; never inside a root
 """
@@ -25,6 +30,7 @@ import tomllib
 from pathlib import Path
 
 from pgrecall.errors import ConfigurationError, InvalidInput
+from pgrecall.projects import project_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Root:
     name: str
     path: Path
     archive: bool = False  # files deleted at the source are kept (archive_folder)
+    project: str | None = None  # its documents' project where they name none (pgrecall.projects)
 
 
 ARCHIVE_FOLDER = "archive"
@@ -118,11 +125,23 @@ def from_config(config_file: Path) -> list[Root]:
         name = str(entry.get("name") or path.name)
         if archive and not is_plain_name(name):
             raise ConfigurationError(f"{config_file}: archive root name {name!r} must be a plain folder name")
-        roots.append(Root(name, path, archive))
+        roots.append(Root(name, path, archive, _project(config_file, number, entry.get("project"))))
     names = [root.name for root in roots]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"{config_file}: root names must be unique")
     return roots
+
+
+def _project(config_file: Path, number: int, value: object) -> str | None:
+    """A root's project: a path (relative to the config file, like a root's) or a name."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or "\n" in value:
+        raise ConfigurationError(f"{config_file}: roots entry {number}: project must be a folder or a name")
+    value = value.strip()
+    if value.startswith(("/", "~", "./", "../")):
+        value = str(_config_path(config_file, value))
+    return project_of(value)
 
 
 def is_plain_name(name: str) -> bool:

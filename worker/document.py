@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Any
 
 
@@ -23,6 +24,42 @@ class ParsedDocument:
     sections: list[Section]
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     redactions: dict[str, int] = dataclasses.field(default_factory=dict)  # secrets replaced, by kind
+    # The project it names itself (a front-matter project, a session's cwd, a claude.ai project's
+    # name), as given: the store normalises it (pgrecall.projects.project_of). None: its root's, if any.
+    project: str | None = None
+    # Its own time: a note's created, a conversation's or session's last message. None: the
+    # file's modification time stands in.
+    occurred_at: datetime.datetime | None = None
+
+
+def moment(value: Any) -> datetime.datetime | None:
+    """A time as documents write it (ISO 8601, "Z" for UTC; a YAML date or datetime), aware
+    (UTC where it names no offset); None for anything else."""
+    if isinstance(value, datetime.datetime):
+        parsed = value
+    elif isinstance(value, datetime.date):
+        parsed = datetime.datetime.combine(value, datetime.time())
+    elif isinstance(value, str) and value.strip():
+        try:
+            parsed = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+def latest(values: Any) -> datetime.datetime | None:
+    """The latest of the times among `values` that parse (moment), else None."""
+    times = [parsed for value in values if (parsed := moment(value)) is not None]
+    return max(times) if times else None
+
+
+def named(value: Any) -> str | None:
+    """A project as a document names it: a string of one line, else None."""
+    if not isinstance(value, str) or not value.strip() or "\n" in value:
+        return None
+    return value.strip()
 
 
 @dataclasses.dataclass(frozen=True)

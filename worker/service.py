@@ -184,7 +184,9 @@ async def run_service(settings: Settings, url: str, roots: list[Root], *, watch:
                 async with pool.connection() as conn:
                     for root in roots:
                         folder = archive_folder(settings.home, root)
-                        await store.upsert_root(conn, root.name, str(root.path), str(folder) if folder else None)
+                        await store.upsert_root(
+                            conn, root.name, str(root.path), str(folder) if folder else None, root.project
+                        )
                 tick = min(TICK_SECONDS, notifier.watchdog_interval / 2) if notifier.watchdog_interval else TICK_SECONDS
                 watcher = Watcher(
                     app, [root.path for root in roots], pool=pool, alive=notifier.keepalive, tick_seconds=tick

@@ -21,6 +21,7 @@ from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
 from pgrecall import bm25, locks, queries
+from pgrecall.projects import project_of
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
 from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
@@ -335,6 +336,8 @@ async def _upsert(
         "chunking": chunking,
         "embedding_space": embedding_space,
         "redactions": Jsonb(document.redactions),
+        "project": project_of(document.project) if document.project else None,
+        "occurred_at": document.occurred_at,
     }
     cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]
@@ -463,10 +466,18 @@ async def rename(conn: psycopg.AsyncConnection, *, root: str, source: str, desti
         return len(moved) + cursor.rowcount
 
 
-async def upsert_root(conn: psycopg.AsyncConnection, name: str, path: str, archive_folder: str | None = None) -> None:
+async def upsert_root(
+    conn: psycopg.AsyncConnection, name: str, path: str, archive_folder: str | None = None, project: str | None = None
+) -> None:
+    """Register a root; `project` (the config's, normalised) is its documents' where they name none."""
     async with conn.transaction():
         await conn.execute(Q["lock_roots"], {"key": locks.ROOTS_LOCK_KEY})
+        cursor = await conn.execute(Q["root_project"], {"path": path})
+        old = await cursor.fetchone()
         await conn.execute(Q["upsert_root"], {"name": name, "path": path, "archive_folder": archive_folder})
+        await conn.execute(Q["set_root_project"], {"name": name, "project": project})
+        if old is not None and old[0] != project:
+            await conn.execute(Q["root_project_to_documents"], {"path": path, "project": project, "old": old[0]})
 
 
 async def archive_folder(conn: psycopg.AsyncConnection, root: str) -> str | None:

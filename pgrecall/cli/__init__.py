@@ -35,6 +35,7 @@ EXAMPLES = """examples:
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "index": ("index", "reembed"),
     "search": ("search",),
+    "recent": ("recent",),
     "memories": ("remember", "update", "forget", "memories"),
     "service": ("serve", "watch", "worker"),
     "sources": ("sources",),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from pgrecall.cli.common import command, key_values, text_argument, url
@@ -29,6 +30,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     remember.add_argument(
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter field (a string), repeatable"
     )
+    remember.add_argument(
+        "--project", help="the project it belongs to: its folder (taken to its git top-level) or a name"
+    )
+    remember.add_argument("--here", action="store_true", help="--project the current folder")
     remember.add_argument("--json", action="store_true", help="print the memory as JSON")
 
     update = command(
@@ -86,8 +91,10 @@ def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
 
 
 def run_remember(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.contract import with_project
+
     text = text_argument(args.text)
-    metadata = key_values(args.meta)
+    metadata = with_project(key_values(args.meta), os.getcwd() if args.here else args.project)
 
     async def run():
         async with _service(settings) as service:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from pgrecall import kinds, warm_client
 from pgrecall.cli.common import command, key_values, searcher
-from pgrecall.contract import MODES
+from pgrecall.contract import MODES, TIME_FORMS
 from pgrecall.settings import FUSIONS, Settings
 
 
@@ -17,7 +18,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "search",
         run,
         help="hybrid search of the index",
-        epilog='example: pgrecall search "postgres vacuum settings" -k 5 --json',
+        epilog='examples: pgrecall search "postgres vacuum settings" -k 5 --json\n'
+        '          pgrecall search "what did we decide about retries" --here --since 7d\n'
+        "          pgrecall search E-4711 --project ~/work/apollo --before 2026-11-01",
     )
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10, help="number of hits, 1 to 100 (default: 10)")
@@ -42,7 +45,23 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--path-prefix", help="only paths starting with this (relative, or absolute)")
     search.add_argument("--kind", help=f"only documents of this kind ({', '.join(kinds.SEARCHABLE)})")
     search.add_argument("--root", help="only documents of this root: its name (from serve/watch) or its absolute path")
-    search.add_argument("--since", help="only documents modified since this ISO date")
+    search.add_argument(
+        "--project", help="only this project's documents: its folder (taken to its git top-level) or its name"
+    )
+    context = search.add_mutually_exclusive_group()
+    context.add_argument(
+        "--prefer",
+        metavar="PROJECT",
+        help="rank this project's documents first at equal relevance (others stay found)",
+    )
+    context.add_argument("--here", action="store_true", help="--prefer the project of the current folder")
+    search.add_argument(
+        "--since",
+        help="only documents from then on, by their own time (a memory's creation, a conversation's last "
+        f"message, else the file's modification): {TIME_FORMS}",
+    )
+    search.add_argument("--before", help=f"only documents from before then, by their own time: {TIME_FORMS}")
+    search.add_argument("--modified-since", help="only files modified since this ISO date")
     search.add_argument(
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
     )
@@ -58,11 +77,21 @@ def filters_of(args: argparse.Namespace) -> dict:
         filters["kind"] = args.kind
     if args.root:
         filters["source_root" if args.root.startswith("/") else "root"] = args.root
+    if args.project:
+        filters["project"] = args.project
     if args.since:
-        filters["modified_since"] = args.since
+        filters["since"] = args.since
+    if args.before:
+        filters["before"] = args.before
+    if args.modified_since:
+        filters["modified_since"] = args.modified_since
     if args.meta:
         filters["metadata"] = key_values(args.meta)
     return filters
+
+
+def preferred_project(args: argparse.Namespace) -> str | None:
+    return os.getcwd() if args.here else args.prefer
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -70,7 +99,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     # Validated as every interface does (pgrecall.contract), before any connection.
     request = search_request(
-        args.query, k=args.k, mode=args.mode, enrich=args.enrich, filters=filters_of(args), fusion=args.fusion
+        args.query,
+        k=args.k,
+        mode=args.mode,
+        enrich=args.enrich,
+        filters=filters_of(args),
+        fusion=args.fusion,
+        project=preferred_project(args),
     )
     hits = warm_client.search(request, settings)  # serve's loaded model, when it runs
     if hits is None:

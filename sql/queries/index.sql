@@ -22,11 +22,14 @@ WHERE parent_id = %(parent_id)s
 -- A file of a root (parent_id NULL).
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at)
 VALUES
     (%(root)s, %(path)s, NULL, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
      %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
-     %(redactions)s)
+     %(redactions)s,
+     -- The document's own project, else its root's (0020).
+     coalesce(%(project)s, (SELECT r.project FROM pgrecall.roots r WHERE r.path = %(root)s)),
+     coalesce(%(occurred_at)s, %(mtime)s, now()))
 ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -40,18 +43,22 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     indexed_at = excluded.indexed_at,
     error = NULL,
     error_stage = NULL,
-    redactions = excluded.redactions
+    redactions = excluded.redactions,
+    project = excluded.project,
+    occurred_at = excluded.occurred_at
 RETURNING id
 
 -- upsert_child --
 -- A conversation of an export: unique by its path within its parent.
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
      %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
-     %(redactions)s)
+     %(redactions)s,
+     coalesce(%(project)s, (SELECT r.project FROM pgrecall.roots r WHERE r.path = %(root)s)),
+     coalesce(%(occurred_at)s, %(mtime)s, now()))
 ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -65,7 +72,9 @@ ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     indexed_at = excluded.indexed_at,
     error = NULL,
     error_stage = NULL,
-    redactions = excluded.redactions
+    redactions = excluded.redactions,
+    project = excluded.project,
+    occurred_at = excluded.occurred_at
 RETURNING id
 
 -- record_failure --
@@ -353,6 +362,18 @@ SELECT pg_advisory_xact_lock(%(key)s)
 -- upsert_root --
 INSERT INTO pgrecall.roots (name, path, archive_folder) VALUES (%(name)s, %(path)s, %(archive_folder)s)
 ON CONFLICT (name) DO UPDATE SET path = excluded.path, archive_folder = excluded.archive_folder
+
+-- set_root_project --
+UPDATE pgrecall.roots SET project = %(project)s WHERE name = %(name)s
+
+-- root_project --
+SELECT project FROM pgrecall.roots WHERE path = %(path)s
+
+-- root_project_to_documents --
+-- A root's project changed in the config: its documents that had the old one (those that name
+-- none of their own) take the new one.
+UPDATE pgrecall.documents SET project = %(project)s
+WHERE source_root = %(path)s AND project IS NOT DISTINCT FROM %(old)s
 
 -- lock_documents --
 -- Of these documents, those still there, locked until commit before their statistics

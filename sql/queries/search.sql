@@ -14,6 +14,9 @@ AND (%(path_prefix)s::text IS NULL
 AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
 AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
 AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
+AND (%(project)s::text IS NULL OR d.project = %(project)s)
+AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
+AND (%(before)s::timestamptz IS NULL OR d.occurred_at < %(before)s)
 AND (%(embedding_space)s::text IS NULL OR d.embedding_space = %(embedding_space)s)
 
 -- vector_arm --
@@ -149,10 +152,32 @@ SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0
 
 -- fetch_hits --
 SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
-       d.metadata, d.mtime
+       d.metadata, d.mtime, d.project, d.occurred_at
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)
+
+-- candidate_facts --
+-- What the ranking after fusion weighs (pgrecall.api.fuse.rerank): each candidate chunk's
+-- document's project and own time (as a POSIX timestamp).
+SELECT c.id AS chunk_id, d.project, extract(epoch FROM d.occurred_at)::float8 AS occurred
+FROM pgrecall.chunks c
+JOIN pgrecall.documents d ON d.id = c.document_id
+WHERE c.id = ANY(%(chunk_ids)s)
+
+-- recent_documents --
+-- What was remembered or discussed lately: documents with chunks by their own time, newest
+-- first; a memory (a note of the memory folder, root "memories") with its id.
+SELECT d.id AS document_id, d.source_root, d.path, d.kind, d.title, d.project, d.occurred_at,
+       CASE WHEN d.source_root = (SELECT r.path FROM pgrecall.roots r WHERE r.name = 'memories')
+            THEN d.metadata ->> 'id' END AS memory_id
+FROM pgrecall.documents d
+WHERE d.chunk_count > 0
+  AND d.occurred_at >= %(since)s
+  AND (%(project)s::text IS NULL OR d.project = %(project)s)
+  AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
+ORDER BY d.occurred_at DESC, d.id DESC
+LIMIT %(limit)s
 
 -- index_is_set_up --
 -- pgrecall.api.store: has a migration created what searches read? (searches never migrate)
@@ -174,12 +199,12 @@ SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
 FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- document_by_id --
-SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error
+SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error, project, occurred_at
 FROM pgrecall.documents WHERE id = %(id)s
 
 -- document_by_path --
 -- An absolute path ("/notes/a.md"), or one relative to a root ("a.md").
-SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error
+SELECT id, source_root, path, kind, title, metadata, mtime, indexed_at, chunk_count, error, project, occurred_at
 FROM pgrecall.documents
 WHERE (source_root || '/' || path) = %(path)s OR path = %(path)s
 ORDER BY (source_root || '/' || path) = %(path)s DESC, id

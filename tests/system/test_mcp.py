@@ -34,7 +34,7 @@ def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
     async def session():
         async with Client(params) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {"search_memory", "get_document", *MEMORY_TOOLS}
+            assert set(tools) == {"search_memory", "get_document", "recent_memories", *MEMORY_TOOLS}
             assert "notes" in tools["search_memory"].description
             assert tools["search_memory"].annotations.read_only_hint
 
@@ -191,7 +191,7 @@ def test_a_read_only_server_offers_no_write_tools(db_url, tmp_path):
         async with Client(_server({"PGRECALL_DATABASE_URL": db_url}, tmp_path, "--read-only")) as client:
             return {tool.name for tool in (await client.list_tools()).tools}
 
-    assert asyncio.run(session()) == {"search_memory", "get_document"}
+    assert asyncio.run(session()) == {"search_memory", "get_document", "recent_memories"}
 
 
 def test_one_hit_has_one_json_and_one_k_limit_on_every_interface(index, db_url, searcher, tmp_path):

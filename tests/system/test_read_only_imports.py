@@ -156,7 +156,7 @@ def read_only_api(database_url, tmp_path_factory):
 @pytest.fixture(scope="module")
 def read_only_mcp(database_url, tmp_path_factory):
     tools, modules = run_mcp(database_url, tmp_path_factory.mktemp("mcp"), "--read-only")
-    assert tools == {"search_memory", "get_document"}
+    assert tools == {"search_memory", "get_document", "recent_memories"}
     return modules
 
 

@@ -126,6 +126,7 @@ def clean_document(document: ParsedDocument) -> ParsedDocument:
         title=title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1] + "…",
         sections=[Section(clean_text(s.heading), clean_text(s.text)) for s in document.sections],
         metadata=_clean_value(document.metadata),
+        project=clean_text(document.project) if document.project else None,
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
-from pgrecall.worker.document import ParsedDocument, Section
+from pgrecall.worker.document import ParsedDocument, Section, latest, moment
 
 MAX_ID_CHARS = 200
 ROLES = ("user", "assistant")
@@ -112,10 +112,12 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
     title = _string(conversation.get("title")) or "Untitled conversation"
     branch = current_branch(conversation["mapping"], conversation.get("current_node"))
     sections: list[Section] = []
+    times: list[str | None] = []
     for node in branch:
         role, text = message_text(node.get("message"))
         if text:
             sections.append(Section(heading=f"{title} > {role}", text=text))
+            times.append(_time(node["message"].get("create_time")))
     canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return ParsedDocument(
         path=f"{path}#{conversation_id}",
@@ -123,6 +125,8 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
         title=title,
         content_hash=hashlib.sha256(canonical).hexdigest(),
         sections=sections,
+        # Its last message's time shown; without message times, the conversation's own.
+        occurred_at=latest(times) or moment(_time(conversation.get("update_time"))),
         metadata={
             "conversation_id": conversation_id,
             "created_at": _time(conversation.get("create_time")),

@@ -13,7 +13,7 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
-from pgrecall.worker.document import ParsedDocument, Section
+from pgrecall.worker.document import ParsedDocument, Section, latest, moment, named
 
 
 def looks_like_export(value: Any) -> bool:
@@ -111,6 +111,9 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
     }
     if project := project_uuid(conversation):
         metadata["project_uuid"] = project
+    # Its last message's time; a conversation without message times, its own.
+    message_times = (m.get("created_at") for m in messages if isinstance(m, dict))
+    occurred = latest(message_times) or moment(metadata["updated_at"]) or moment(metadata["created_at"])
     return ParsedDocument(
         path=f"{path}#{uuid}",
         kind=kinds.CLAUDE_CONVERSATION,
@@ -118,6 +121,10 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
         content_hash=hashlib.sha256(canonical).hexdigest(),
         sections=sections,
         metadata=metadata,
+        # A claude.ai project is named in projects.json, beside conversations.json in a zip
+        # export (export_zip sets it); conversations.json alone holds only its uuid.
+        project=named(conversation["project"].get("name")) if isinstance(conversation.get("project"), dict) else None,
+        occurred_at=occurred,
     )
 
 
@@ -148,6 +155,8 @@ def parse_project(path: str, project: dict[str, Any]) -> ParsedDocument:
             sections.append(Section(heading=f"{name} > doc {file_name}", text=content))
     canonical = json.dumps(project, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return ParsedDocument(
+        project=named(name),
+        occurred_at=moment(project.get("updated_at")) or moment(project.get("created_at")),
         path=f"{path}#project:{uuid}",
         kind=kinds.CLAUDE_PROJECT,
         title=name,

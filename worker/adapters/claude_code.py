@@ -22,7 +22,7 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
-from pgrecall.worker.document import ParsedDocument, Section
+from pgrecall.worker.document import ParsedDocument, Section, moment
 
 # Record types that carry a `sessionId` in Claude Code transcripts (2.0 to 2.1): what detection accepts.
 SESSION_RECORD_TYPES = frozenset(
@@ -294,4 +294,6 @@ def parse_session(
         content_hash=digest or hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         sections=sections,
         metadata=metadata,
+        project=session.cwd or None,
+        occurred_at=moment(session.last_timestamp),
     )

@@ -112,7 +112,9 @@ def _linked(document: ParsedDocument, project_names: dict[str, str]) -> ParsedDo
     if name is None:
         return document
     digest = hashlib.sha256(f"{document.content_hash}\0{name}".encode("utf-8", "surrogatepass")).hexdigest()
-    return dataclasses.replace(document, content_hash=digest, metadata={**document.metadata, "project": name})
+    return dataclasses.replace(
+        document, content_hash=digest, metadata={**document.metadata, "project": name}, project=name or None
+    )
 
 
 def _survey(archive: zipfile.ZipFile, max_bytes: int) -> tuple[list[zipfile.ZipInfo], list[zipfile.ZipInfo]]:

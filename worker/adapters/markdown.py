@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 from pgrecall import kinds
 from pgrecall.front_matter import split_front_matter
-from pgrecall.worker.document import ParsedDocument, Section
+from pgrecall.worker.document import ParsedDocument, Section, moment, named
 
 # The closing hashes are stripped in code: `(.*?)[ \t#]*$` backtracks quadratically on long lines.
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*)$")
@@ -62,4 +62,6 @@ def parse(path: str, text: str, digest: str) -> ParsedDocument:
         content_hash=digest,
         sections=sections,
         metadata=metadata,
+        project=named(metadata.get("project")),
+        occurred_at=moment(metadata.get("created")),
     )
