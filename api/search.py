@@ -191,7 +191,7 @@ class Searcher:
                 boost = project_boost(fusion, self.settings.rrf_k)
                 fused = rerank(fused, facts, request.project, boost)
             fused = fused[:k]
-            rows = session.fetch([f.id for f in fused])
+            rows = session.fetch([f.id for f in fused], vectors[0] if vectors is not None else None)
         return [
             Hit(
                 chunk_id=row.chunk_id,
@@ -210,6 +210,7 @@ class Searcher:
                 arm_scores=f.arm_scores,
                 project=row.project,
                 occurred_at=row.occurred_at,
+                similarity=row.similarity,
             )
             for f in fused
             if (row := rows.get(f.id)) is not None

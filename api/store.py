@@ -78,6 +78,7 @@ class ChunkRow:
     mtime: datetime.datetime | None
     project: str | None
     occurred_at: datetime.datetime | None
+    similarity: float | None
 
 
 class CandidateFacts(NamedTuple):
@@ -232,10 +233,11 @@ class ReadSession:
         with self.conn.cursor(row_factory=class_row(KeywordHit)) as cursor:
             return cursor.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
 
-    def fetch(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
-        """chunk id -> its row, for the ids found."""
+    def fetch(self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None) -> dict[int, ChunkRow]:
+        """chunk id -> its row, for the ids found, with its similarity to `embedding` where given."""
+        params = {"chunk_ids": list(chunk_ids), "embedding": embedding}
         with self.conn.cursor(row_factory=class_row(ChunkRow)) as cursor:
-            rows = cursor.execute(_RAW["fetch_hits"], {"chunk_ids": list(chunk_ids)}).fetchall()
+            rows = cursor.execute(_RAW["fetch_hits"], params).fetchall()
         return {row.chunk_id: row for row in rows}
 
     def facts(self, chunk_ids: Sequence[int]) -> dict[int, CandidateFacts]:

@@ -433,6 +433,9 @@ class Hit:
     arm_scores: dict[str, float | None] | None = None
     project: str | None = None
     occurred_at: datetime.datetime | None = None
+    # The passage's cosine similarity with the query's vector (its raw relevance, comparable
+    # across queries, which the fused score is not); None when the query was not embedded.
+    similarity: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON values: what `pgrecall search --json`, POST /search and search_memory return."""
@@ -468,6 +471,8 @@ HIT_FIELDS: dict[str, str] = {
     "project": "the document's project (a folder's git top-level, or a name), null for none",
     "occurred_at": "the document's own time (ISO 8601): a memory's creation, a conversation's last message, "
     "else the file's modification time",
+    "similarity": "the passage's cosine similarity with the query (-1 to 1; comparable across queries, unlike "
+    "score), null in keyword mode",
 }
 
 

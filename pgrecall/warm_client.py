@@ -121,10 +121,13 @@ def search_message(request: SearchRequest, settings: Settings) -> dict[str, Any]
     return {"op": "search", "request": fields}
 
 
+_HIT_TIMES = ("modified", "occurred_at")  # the Hit fields to_json() writes as ISO 8601
+
+
 def hit_of(data: dict[str, Any]) -> Hit:
     """A Hit rebuilt from its to_json(): the same values, the same JSON again."""
-    modified = data.get("modified")
-    return Hit(**{**data, "modified": datetime.datetime.fromisoformat(modified) if modified else None})
+    times = {name: datetime.datetime.fromisoformat(data[name]) if data.get(name) else None for name in _HIT_TIMES}
+    return Hit(**{**data, **times})
 
 
 def call(message: dict[str, Any], settings: Settings, timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any] | None:

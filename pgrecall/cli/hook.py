@@ -51,29 +51,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 # --- the seams ---------------------------------------------------------------------------------
 
 
-class _Remembering:
-    """The searcher's embedder, keeping the vectors it made last: the prompt's, for its similarities."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.last = None
-
-    def embed_batch(self, texts: list[str]):
-        self.last = self.inner.embed_batch(texts)
-        return self.last
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Similarity:
-    """A passage's cosine similarity with the prompt (query passage_similarity)."""
-
-    chunk_id: int
-    similarity: float
-
-
 @dataclasses.dataclass(frozen=True)
 class _RecentRow:
     """A recent memory or session (query recent)."""
@@ -99,9 +76,7 @@ class Recall:
         from pgrecall.api.search import Searcher
         from pgrecall.embedding import embedder_for
 
-        return cls(
-            Searcher(url, settings, embedder=_Remembering(embedder or embedder_for(settings)), pool_size=pool_size)
-        )
+        return cls(Searcher(url, settings, embedder=embedder or embedder_for(settings), pool_size=pool_size))
 
     @classmethod
     def open(cls, settings: Settings, model: bool = True) -> Recall:
@@ -133,40 +108,10 @@ class Recall:
     def close(self) -> None:
         self.searcher.close()
 
-    def passages(self, prompt: str, k: int = PROMPT_K) -> list[hooks.Passage]:
+    def passages(self, prompt: str, k: int = PROMPT_K, project: str | None = None) -> list[hooks.Passage]:
         """The prompt's hybrid hits, best first, each with its cosine similarity to the prompt."""
-        from psycopg.rows import class_row
-
-        from pgrecall import queries
-        from pgrecall.contract import MAX_QUERY_CHARS, search_request
-        from pgrecall.terms import identifier_terms
-
-        query = prompt[:MAX_QUERY_CHARS]
-        hits = self.searcher.run(search_request(query, k=k, mode="hybrid"))
-        if not hits:
-            return []
-        vector = self.searcher.embedder.last[0]
-        params = {"embedding": vector, "chunk_ids": [hit.chunk_id for hit in hits]}
-        with (
-            self.searcher.pool.connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=class_row(_Similarity)) as cursor,
-        ):
-            rows = cursor.execute(queries.load("hooks.sql")["passage_similarity"], params).fetchall()
-        similarity = {row.chunk_id: row.similarity for row in rows}
-        identifiers = identifier_terms(query)
-        return [
-            hooks.Passage(
-                document_id=hit.document_id,
-                path=hooks.full_path(hit.source_root, hit.path),
-                title=hit.title,
-                snippet=hit.snippet,
-                memory_id=hooks.memory_id_of(hit.metadata),
-                similarity=similarity.get(hit.chunk_id, -1.0),
-                exact=hooks.names_identifier(f"{hit.title or ''}\n{hit.heading}\n{hit.text}", identifiers),
-            )
-            for hit in hits
-        ]
+        request = prompt_request(prompt, k, project)
+        return passages_of(self.searcher.run(request), request.query)
 
     def recent(self, settings: Settings, cwd: str | None, session_id: str | None, limit: int) -> list[hooks.Recent]:
         from psycopg.rows import class_row
@@ -195,11 +140,48 @@ class Recall:
         ]
 
 
+def prompt_request(prompt: str, k: int = PROMPT_K, project: str | None = None):
+    from pgrecall.contract import MAX_QUERY_CHARS, search_request
+
+    return search_request(prompt[:MAX_QUERY_CHARS], k=k, mode="hybrid", project=project)
+
+
+def passages_of(hits: list, query: str) -> list[hooks.Passage]:
+    """The hits as the hook weighs them: similarity (Hit.similarity), and whether one holds an
+    identifier the query names."""
+    from pgrecall.terms import identifier_terms
+
+    identifiers = identifier_terms(query)
+    return [
+        hooks.Passage(
+            document_id=hit.document_id,
+            path=hooks.full_path(hit.source_root, hit.path),
+            title=hit.title,
+            snippet=hit.snippet,
+            memory_id=hooks.memory_id_of(hit.metadata),
+            similarity=hit.similarity if hit.similarity is not None else -1.0,
+            exact=hooks.names_identifier(f"{hit.title or ''}\n{hit.heading}\n{hit.text}", identifiers),
+        )
+        for hit in hits
+    ]
+
+
 def search_passages(payload: hooks.HookInput, settings: Settings) -> list[hooks.Passage]:
-    """The seam of the prompt hook: the prompt's passages with their similarity, best first."""
+    """The seam of the prompt hook: the prompt's passages with their similarity, best first. Asked
+    of a running serve first (its warm socket: no model to load), else answered here; the
+    project of the hook's cwd ranks first."""
+    from pgrecall import warm_client
+    from pgrecall.projects import project_of
+
+    project = project_of(payload.cwd) if payload.cwd else None
+    request = prompt_request(payload.prompt or "", PROMPT_K, project)
+    remaining = settings.hook_deadline - seconds_since_start()
+    hits = warm_client.search(request, settings, timeout=max(0.05, remaining))
+    if hits is not None:
+        return passages_of(hits, request.query)
     recall = Recall.open(settings)
     try:
-        return recall.passages(payload.prompt or "")
+        return passages_of(recall.searcher.run(request), request.query)
     finally:
         recall.close()
 

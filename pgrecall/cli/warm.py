@@ -102,7 +102,7 @@ def document_of(data: dict[str, Any]) -> Document:
     """A Document rebuilt from its to_dict(), as the warm service sends it."""
     from pgrecall.api.store import Document
 
-    times = {"mtime", "indexed_at"}
+    times = {"mtime", "indexed_at", "occurred_at"}
     fields = {f.name: data.get(f.name) for f in dataclasses.fields(Document)}
     for name in times:
         if fields[name]:

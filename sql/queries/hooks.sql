@@ -1,12 +1,5 @@
 -- Queries of the Claude Code hooks (pgrecall.cli.hook): read-only, run as the reader role. Values are always parameters.
 
--- passage_similarity --
--- The cosine similarity of each passage's vector with the prompt's: the vector arm's raw score,
--- which the prompt hook's threshold is on (hybrid scores are normalised per query).
-SELECT c.id AS chunk_id, (1 - (c.embedding <=> %(embedding)s))::float8 AS similarity
-FROM pgrecall.chunks c
-WHERE c.id = ANY(%(chunk_ids)s)
-
 -- recent --
 -- The newest memories (notes of the memory folder with an id in their front matter) and Claude Code
 -- sessions (not a subagent's, not the one starting), newest first by the file's modification time

@@ -151,8 +151,10 @@ UNION ALL
 SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0 AND embedding_space IS NULL)
 
 -- fetch_hits --
+-- similarity: with the query's vector (NULL when it was not embedded: keyword mode).
 SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
-       d.metadata, d.mtime, d.project, d.occurred_at
+       d.metadata, d.mtime, d.project, d.occurred_at,
+       (1 - (c.embedding <=> %(embedding)s::vector))::float8 AS similarity
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)

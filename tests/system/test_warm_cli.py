@@ -99,6 +99,17 @@ def test_searches_and_mcp_ask_the_running_serve(db_url, tmp_path):
         assert json.loads(lean.stdout)[0]["path"] == "incidents/e4711.md"
         assert lean.stderr.strip().splitlines()[-1] == "[]"
 
+        # The prompt hook asks the socket too: it injects the passage without a model of its own.
+        payload = json.loads((Path(__file__).parents[1] / "fixtures" / "hooks" / "user_prompt_submit.json").read_text())
+        stdin = json.dumps({**payload, "prompt": "what happened with E-4711 in the export job?"})
+        for hook_env, answered in ((no_model, True), ({**no_model, "PGRECALL_WARM_SOCKET": "off"}, False)):
+            hook = subprocess.run(
+                [*COMMAND, "hook", "prompt"], env={**hook_env, "PGRECALL_HOOK_DEADLINE": "60"}, input=stdin,
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert hook.returncode == 0
+            assert ("incidents/e4711.md" in hook.stdout) is answered, (hook.stdout, hook.stderr)
+
         expected = search_json(in_process, "E-4711", "-k", "2")
         assert asyncio.run(mcp_session(env, expected)) == "no model loaded"
 

@@ -60,6 +60,7 @@ def test_a_hit_comes_back_as_it_went(modified):
         chunk_id=1, document_id=2, source_root="/notes", path="a.md", kind="markdown", title=None, heading="# A",
         text="E-4711", snippet="E-4711", score=0.1 + 0.2, ranks={"vector": None, "keyword": 1},
         metadata={"project": "apollo", "n": 1.5}, modified=modified, arm_scores={"vector": None, "keyword": 1.0},
+        project="/home/ada/src/apollo", occurred_at=modified, similarity=0.5 if modified else None,
     )  # fmt: skip
     back = warm_client.hit_of(json.loads(warm_client.encode(hit.to_json())))
     assert back == hit and back.to_json() == hit.to_json()
