@@ -75,10 +75,6 @@ class ChildState:
         )
 
 
-# Far above any file system's timestamp granularity (ext4 and NTFS: under 10 ms; FAT: 2 s).
-RACY = datetime.timedelta(seconds=2)
-
-
 @dataclasses.dataclass(frozen=True)
 class FileState:
     """A root's file as last indexed, by what the reconciliation compares (query file_states)."""
@@ -89,17 +85,10 @@ class FileState:
     content_hash: str | None
     chunking: str | None
     other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
-    indexed_at: datetime.datetime | None = None
     failed: bool = False  # recorded as failed or skipped, with its reason
 
     def is_current(self, size_bytes: int | None, mtime: datetime.datetime | None, chunking: str) -> bool:
-        """Of this size and modification time, chunked by `chunking`, in the asked space: no job needed.
-
-        Not when the file was modified within RACY_SECONDS of being indexed: a write in the
-        same tick of the file system's clock after it was read leaves size and time as they
-        were (git's "racy clean" files). Such a file is read again until a job confirms it."""
-        if self.mtime is not None and self.indexed_at is not None and self.mtime > self.indexed_at - RACY:
-            return False
+        """Of this size and modification time, chunked by `chunking`, in the asked space: no job needed."""
         return (
             self.size_bytes == size_bytes and self.mtime == mtime and self.chunking == chunking and not self.other_space
         )
@@ -119,8 +108,7 @@ async def child_states(conn: psycopg.AsyncConnection, parent_id: int, space: str
 
 
 async def touch(conn: psycopg.AsyncConnection, document_id: int, info: FileInfo) -> None:
-    params = {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime, "racy": RACY}
-    await conn.execute(Q["touch_document"], params)
+    await conn.execute(Q["touch_document"], {"id": document_id, "size_bytes": info.size_bytes, "mtime": info.mtime})
 
 
 @dataclasses.dataclass(frozen=True)

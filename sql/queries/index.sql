@@ -95,12 +95,8 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
 RETURNING id
 
 -- touch_document --
--- The file read again and found unchanged. A file indexed within a moment of its last
--- change (store.FileState.is_current: racy) now counts as confirmed at this time.
-UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s,
-    indexed_at = CASE WHEN %(mtime)s::timestamptz > indexed_at - %(racy)s::interval THEN now() ELSE indexed_at END
-WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s
-                       OR %(mtime)s::timestamptz > indexed_at - %(racy)s::interval)
+UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s
+WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s)
 
 -- term_counts --
 -- Per term: chunks and documents containing it.
@@ -314,7 +310,7 @@ SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
            SELECT 1 FROM pgrecall.documents c
            WHERE c.parent_id = d.id AND c.chunk_count > 0 AND c.embedding_space IS DISTINCT FROM %(space)s
        ) AS other_space,
-       d.indexed_at, d.error IS NOT NULL AS failed
+       d.error IS NOT NULL AS failed
 FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
   AND NOT d.metadata ? 'archived_at'  -- gone from the source and kept (worker/archive.py): not the folder's

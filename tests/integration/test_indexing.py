@@ -226,34 +226,25 @@ def test_a_job_longer_than_the_shutdown_grace_is_not_cancelled_when_the_queue_ru
     assert rows(db_url, "SELECT count(*) FROM procrastinate_jobs") == [(0,)]
 
 
-def test_index_again_reads_only_files_whose_size_or_time_moved_and_never_trusts_a_racy_one(settings, db_url, tmp_path):
+def test_index_again_reads_only_files_whose_size_or_time_moved(settings, db_url, tmp_path):
     """A second `pgrecall index` enqueues no job for a file of the size and time it was
-    indexed at, as the service's reconciliation does; an edit that keeps both (size, and a
-    time restored, within moments of its indexing: git's racy clean) is still found."""
+    indexed at, as the service's reconciliation does; a file whose time moved is read again
+    (and found unchanged), one whose size moved is indexed again."""
     import asyncio
     import os
-    import time
 
     from pgrecall.worker.run import run_index
 
     root = write_notes(tmp_path / "notes", {f"n{i}.md": f"# Note {i}\n\nSettled text number {i}." for i in range(5)})
-    root = write_notes(root, {"racy.md": "# Racy\n\nThe answer is AAAA."})
-    hour_ago = time.time() - 3600
-    for i in range(5):
-        os.utime(root / f"n{i}.md", (hour_ago, hour_ago))
-    racy_ns = time.time_ns() + 60 * 10**9  # after its indexing, whenever that is
-    os.utime(root / "racy.md", ns=(racy_ns, racy_ns))
-
     first = asyncio.run(run_index(settings, db_url, [str(root)]))
-    assert first.statuses == {"indexed": 6}
+    assert first.statuses == {"indexed": 5}
 
-    (root / "racy.md").write_text("# Racy\n\nThe answer is BBBB.")
-    os.utime(root / "racy.md", ns=(racy_ns, racy_ns))
     second = asyncio.run(run_index(settings, db_url, [str(root)]))
-    assert second.files_enqueued == 1
-    assert second.statuses == {"unchanged": 5, "indexed": 1}
-    assert rows(db_url, "SELECT count(*) FROM pgrecall.chunks WHERE text LIKE '%%BBBB%%'") == [(1,)]
+    assert (second.files_enqueued, second.statuses) == (0, {"unchanged": 5})
 
-    os.utime(root / "n0.md", None)  # touched: read again, found unchanged
+    os.utime(root / "n0.md", (1_000_000_000, 1_000_000_000))  # touched: read again, found unchanged
+    (root / "n1.md").write_text("# Note 1\n\nThe answer is BBBB, longer now.")
     third = asyncio.run(run_index(settings, db_url, [str(root)]))
-    assert third.statuses["unchanged"] == 6 and third.files_enqueued == 2  # n0.md and the racy one
+    assert third.files_enqueued == 2
+    assert third.statuses == {"unchanged": 4, "indexed": 1}
+    assert rows(db_url, "SELECT count(*) FROM pgrecall.chunks WHERE text LIKE '%%BBBB%%'") == [(1,)]
