@@ -46,6 +46,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         '"prompt": "why no Redis?"}\' | pgrecall hook prompt',
     )
     hook.add_argument("event", choices=("prompt", "session-start"))
+    # Logging (structlog, rich: a third of a second) is set up only where the hook answers in-process.
+    hook.set_defaults(lazy_logging=True)
 
 
 # --- the seams ---------------------------------------------------------------------------------
@@ -166,7 +168,13 @@ def passages_of(hits: list, query: str) -> list[hooks.Passage]:
     ]
 
 
-def search_passages(payload: hooks.HookInput, settings: Settings) -> list[hooks.Passage]:
+def _nothing() -> None:
+    pass
+
+
+def search_passages(
+    payload: hooks.HookInput, settings: Settings, start_logging: Callable[[], None] = _nothing
+) -> list[hooks.Passage]:
     """The seam of the prompt hook: the prompt's passages with their similarity, best first. Asked
     of a running serve first (its warm socket: no model to load), else answered here; the
     project of the hook's cwd ranks first."""
@@ -179,6 +187,7 @@ def search_passages(payload: hooks.HookInput, settings: Settings) -> list[hooks.
     hits = warm_client.search(request, settings, timeout=max(0.05, remaining))
     if hits is not None:
         return passages_of(hits, request.query)
+    start_logging()
     recall = Recall.open(settings)
     try:
         return passages_of(recall.searcher.run(request), request.query)
@@ -198,16 +207,17 @@ def recent_documents(payload: hooks.HookInput, settings: Settings) -> list[hooks
 # --- the commands ------------------------------------------------------------------------------
 
 
-def prompt_output(stdin: str, settings: Settings) -> str:
+def prompt_output(stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing) -> str:
     payload = hooks.parse_payload(stdin, hooks.PROMPT)
     if not hooks.worth_searching(payload.prompt or ""):
         return ""
-    passages = hooks.relevant(search_passages(payload, settings), settings.hook_min_score)
+    passages = hooks.relevant(search_passages(payload, settings, start_logging), settings.hook_min_score)
     return hooks.prompt_context(passages, settings.hook_prompt_tokens)
 
 
-def session_start_output(stdin: str, settings: Settings) -> str:
+def session_start_output(stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing) -> str:
     payload = hooks.parse_payload(stdin, hooks.SESSION_START)
+    start_logging()
     return hooks.briefing(recent_documents(payload, settings), settings.hook_session_tokens, payload.cwd)
 
 
@@ -266,7 +276,7 @@ def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
 
     def read_and_answer() -> str:
         stdin = sys.stdin.buffer.read().decode("utf-8", "replace")
-        return work(stdin, settings)
+        return work(stdin, settings, args.start_logging)
 
     within_deadline(args.event, read_and_answer, settings.hook_deadline)
     # Out without the interpreter's teardown: the work closed what it opened, a thread may still
