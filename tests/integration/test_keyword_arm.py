@@ -251,8 +251,12 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     before = [m for m in bundled_migrations() if m.name < "0014"]
     with database.connect(empty_db_url) as conn:
         migrate(conn, migrations=before)
-        # Today's document upsert also writes 0016's column: the old schema has it while it is written.
+        # Today's write path also writes the columns of 0016, 0020 and 0021: the old schema has them
+        # while it is written.
         conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN redactions jsonb NOT NULL DEFAULT '{}'")
+        conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN project text, ADD COLUMN occurred_at timestamptz")
+        conn.execute("ALTER TABLE pgrecall.chunks ADD COLUMN section_key text, ADD COLUMN fresh_from integer")
+        conn.execute("ALTER TABLE pgrecall.roots ADD COLUMN project text")
     # An index written before 0014, by the write path of then.
     with monkeypatch.context() as patch:
         patch.setitem(store.Q, "insert_postings", OLD_INSERT_POSTINGS)
@@ -262,7 +266,12 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
 
     with database.connect(empty_db_url) as conn:
-        conn.execute("ALTER TABLE pgrecall.documents DROP COLUMN redactions")  # 0016 adds it for real
+        # 0016, 0020 and 0021 add them for real.
+        conn.execute(
+            "ALTER TABLE pgrecall.documents DROP COLUMN redactions, DROP COLUMN project, DROP COLUMN occurred_at"
+        )
+        conn.execute("ALTER TABLE pgrecall.chunks DROP COLUMN section_key, DROP COLUMN fresh_from")
+        conn.execute("ALTER TABLE pgrecall.roots DROP COLUMN project")
         through_0014 = [m for m in bundled_migrations() if m.name < "0015"]
         assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
         migrate(conn)  # the later ones, which touch neither postings nor statistics
