@@ -23,14 +23,14 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from indexed_home import indexed_home  # noqa: E402
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 READY_TIMEOUT_S = 300.0
 
 
@@ -102,14 +102,7 @@ def main() -> int:
     if not 1 <= args.servers <= 50:
         parser.error("--servers must be from 1 to 50")
 
-    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="pgrecall-mcp-memory-"))
-    env = dict(os.environ, PGRECALL_HOME=str(home), PGRECALL_LOG_FORMAT="json", PGRECALL_CONFIG=str(home / "none.toml"))
-    for name in ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_WARM_SOCKET"):
-        env.pop(name, None)
-    home.mkdir(parents=True, exist_ok=True)
-    os.chdir(home)  # `python -m` imports from the working directory first: never a checkout's
-    pgrecall = [args.python, "-m", "pgrecall.cli"]
-    subprocess.run([*pgrecall, "index", "--quiet", str(EXAMPLES)], env=env, check=True, timeout=900)
+    home, env, pgrecall = indexed_home(args.python, args.home, "pgrecall-mcp-memory-")
     serve = None
     log_path = home / "serve.log"
     try:

@@ -24,11 +24,12 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from indexed_home import indexed_home  # noqa: E402
+
 QUERIES = ("E-4711", "how are results ranked", "ledger export timed out", "retry policy", "vacuum settings")
 READY_TIMEOUT_S = 300.0
 
@@ -99,14 +100,7 @@ def main() -> int:
     if not 1 <= args.runs <= 10_000:
         parser.error("--runs must be from 1 to 10000")
 
-    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="pgrecall-warm-bench-"))
-    env = dict(os.environ, PGRECALL_HOME=str(home), PGRECALL_LOG_FORMAT="json", PGRECALL_CONFIG=str(home / "none.toml"))
-    for name in ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_WARM_SOCKET"):
-        env.pop(name, None)
-    home.mkdir(parents=True, exist_ok=True)
-    os.chdir(home)  # `python -m` imports from the working directory first: never a checkout's
-    pgrecall = [args.python, "-m", "pgrecall.cli"]
-    subprocess.run([*pgrecall, "index", "--quiet", str(EXAMPLES)], env=env, check=True, timeout=900)
+    home, env, pgrecall = indexed_home(args.python, args.home, "pgrecall-warm-bench-")
     runs(args.python, env, 1)  # the database started and the model's files exported before any clock
 
     bare_before = bare_start_ms(args.python)
