@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -235,39 +236,32 @@ async def write_document(
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
-        kept: dict[int, tuple[int, int]] = {}  # new ordinal -> (id, old ordinal) of the row it keeps
-        if chunks:
-            await conn.execute(Q["create_staging"])
-            async with conn.cursor().copy(Q["copy_staging"]) as copy:
-                copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]", "text", "int4"])
-                previous_heading = None
-                for chunk, vector in zip(chunks, vectors, strict=True):
-                    keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
-                    row = (chunk.ordinal, chunk.heading, chunk.text, chunk.token_count, vector)
-                    labels = (chunk.section_key or None, chunk.fresh_from)
-                    await copy.write_row((*row, keyword_text, identifier_terms(keyword_text), *labels))
-                    previous_heading = chunk.heading
-            kept = await _unchanged_rows(conn, document_id)
-        kept_ids = [row_id for row_id, _ in kept.values()]
+        config = bm25.TEXT_SEARCH_CONFIG
+        rows = _rows_to_write(chunks, vectors, config)
+        old = await _chunk_keys(conn, document_id) if chunks else []
+        kept = _unchanged_rows(old, rows)  # new ordinal -> the old row it keeps
+        kept_ids = [row.id for row in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
         if chunks:
-            await _place_kept(conn, document_id, kept)
-            if kept_ids:
-                await conn.execute(Q["label_kept_chunks"], {"document_id": document_id, "kept": kept_ids})
-            params = {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG, "kept_ordinals": list(kept)}
-            await conn.execute(Q["insert_chunks"], params)
-            await conn.execute(
-                Q["insert_postings"],
-                {
-                    "document_id": document_id,
-                    "kept": kept_ids,
-                    "k1": bm25.K1,
-                    "b": bm25.B,
-                    "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
-                },
-            )
-        await conn.execute(Q["document_term_count"], {"document_id": document_id})
-        if kept_ids:
+            await _place_kept(conn, document_id, {ordinal: (row.id, row.ordinal) for ordinal, row in kept.items()})
+            await _label_kept(conn, kept, {row.chunk.ordinal: row.chunk for row in rows})
+            new_rows = [row for row in rows if row.chunk.ordinal not in kept]
+            if new_rows:
+                await _stage(conn, new_rows)
+                await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": config})
+                await conn.execute(
+                    Q["insert_postings"],
+                    {
+                        "document_id": document_id,
+                        "kept": kept_ids,
+                        "k1": bm25.K1,
+                        "b": bm25.B,
+                        "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
+                    },
+                )
+        cursor = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": before.term_total})
+        step_moved = await cursor.fetchone()
+        if kept_ids and step_moved and step_moved[0]:
             await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
         after = await _statistics_of(conn, [document_id])
         moved = await _move_statistics(conn, before, after)
@@ -276,21 +270,109 @@ async def write_document(
     return document_id
 
 
-async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> dict[int, tuple[int, int]]:
-    """new ordinal -> (id, old ordinal) of an old row equal in every computed column and its
-    vector to the staged chunk; chunks that repeat one another are paired in order."""
-    cursor = await conn.execute(Q["chunk_keys"], {"document_id": document_id})
-    old: dict[tuple, list[tuple[int, int]]] = {}
-    for row_id, ordinal, *key in await cursor.fetchall():
-        old.setdefault(tuple(key), []).append((row_id, ordinal))
-    if not old:
-        return {}
-    cursor = await conn.execute(Q["staged_keys"], {"config": bm25.TEXT_SEARCH_CONFIG})
+# Bumped whenever what a write derives from a chunk's text changes (identifier terms, keyword
+# text): rows written before then no longer match and are written again.
+WRITE_KEY_VERSION = 1
+
+
+def write_key(config: str, chunk: Chunk, keyword_text: str, vector: np.ndarray) -> str:
+    """A digest of everything a chunk's row is computed from (its lexemes from keyword_text under
+    `config`, its identifier terms from keyword_text): rows of equal keys are equal in every column
+    but their position and section labels."""
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (str(WRITE_KEY_VERSION), config, chunk.heading, chunk.text, str(chunk.token_count), keyword_text):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    digest.update(np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class RowToWrite:
+    chunk: Chunk
+    vector: np.ndarray
+    keyword_text: str
+    key: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkKey:
+    """A chunk row as a write compares it (query chunk_write_keys)."""
+
+    id: int
+    ordinal: int
+    write_key: str | None  # None: written before 0022
+    section_key: str | None
+    fresh_from: int | None
+
+
+def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str) -> list[RowToWrite]:
+    rows = []
+    previous_heading = None
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
+        rows.append(RowToWrite(chunk, vector, keyword_text, write_key(config, chunk, keyword_text, vector)))
+        previous_heading = chunk.heading
+    return rows
+
+
+async def _chunk_keys(conn: psycopg.AsyncConnection, document_id: int) -> list[ChunkKey]:
+    async with conn.cursor(row_factory=class_row(ChunkKey)) as cursor:
+        await cursor.execute(Q["chunk_write_keys"], {"document_id": document_id})
+        return await cursor.fetchall()
+
+
+def _unchanged_rows(old: Sequence[ChunkKey], rows: Sequence[RowToWrite]) -> dict[int, ChunkKey]:
+    """new ordinal -> the old row of an equal write key; chunks that repeat one another are
+    paired in order."""
+    by_key: dict[str, list[ChunkKey]] = {}
+    for row in old:
+        if row.write_key is not None:
+            by_key.setdefault(row.write_key, []).append(row)
     kept = {}
-    for ordinal, *key in await cursor.fetchall():
-        if rows := old.get(tuple(key)):
-            kept[ordinal] = rows.pop(0)
+    for row in rows:
+        if matches := by_key.get(row.key):
+            kept[row.chunk.ordinal] = matches.pop(0)
     return kept
+
+
+async def _label_kept(conn: psycopg.AsyncConnection, kept: dict[int, ChunkKey], chunks: dict[int, Chunk]) -> None:
+    """Kept rows take the section labels their chunk has now; only rows that differ are written
+    (after an append, none)."""
+    changed = [
+        (row.id, chunks[ordinal].section_key or None, chunks[ordinal].fresh_from)
+        for ordinal, row in kept.items()
+        if (row.section_key, row.fresh_from) != (chunks[ordinal].section_key or None, chunks[ordinal].fresh_from)
+    ]
+    if changed:
+        ids, section_keys, fresh_froms = (list(column) for column in zip(*changed, strict=True))
+        await conn.execute(
+            Q["label_kept_chunks"], {"ids": ids, "section_keys": section_keys, "fresh_froms": fresh_froms}
+        )
+
+
+async def _stage(conn: psycopg.AsyncConnection, rows: Sequence[RowToWrite]) -> None:
+    """The rows to insert, into the transaction's staging table (binary COPY)."""
+    await conn.execute(Q["create_staging"])
+    async with conn.cursor().copy(Q["copy_staging"]) as copy:
+        copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]", "text", "int4", "text"])
+        for row in rows:
+            chunk = row.chunk
+            await copy.write_row(
+                (
+                    chunk.ordinal,
+                    chunk.heading,
+                    chunk.text,
+                    chunk.token_count,
+                    row.vector,
+                    row.keyword_text,
+                    identifier_terms(row.keyword_text),
+                    chunk.section_key or None,
+                    chunk.fresh_from,
+                    row.key,
+                )
+            )
 
 
 async def _place_kept(conn: psycopg.AsyncConnection, document_id: int, kept: dict[int, tuple[int, int]]) -> None:

@@ -115,18 +115,11 @@ WHERE document_id = ANY(%(document_ids)s)
 -- The document's chunks but those the new version keeps (its postings go with them).
 DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(kept)s::bigint[])
 
--- chunk_keys --
--- What decides whether a chunk's row can stay: every column a write computes from it,
--- and its vector (of another space, or embedded again, it must go).
-SELECT id, ordinal, heading, text, token_count, fts::text AS fts, md5(embedding::text) AS vector
+-- chunk_write_keys --
+-- What decides whether a chunk's row can stay (its write key, pgrecall.worker.store.write_key),
+-- and the section it is labelled with.
+SELECT id, ordinal, write_key, section_key, fresh_from
 FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
-
--- staged_keys --
--- The same of the new version's chunks, fts as insert_chunks computes it.
-SELECT ordinal, heading, text, token_count,
-       (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts,
-       md5(embedding::text) AS vector
-FROM staging_chunks ORDER BY ordinal
 
 -- park_moved_chunks --
 -- Kept chunks whose place changed, moved in two steps (negative first) so that
@@ -139,20 +132,18 @@ WHERE c.id = m.id
 UPDATE pgrecall.chunks SET ordinal = -1 - ordinal WHERE document_id = %(document_id)s AND ordinal < 0
 
 -- label_kept_chunks --
--- A kept row takes the section it is cut from now (an unchanged chunk of a section
--- that changed around it, or a row written before 0021). Only rows that differ are
--- written: after an append, none.
-UPDATE pgrecall.chunks AS c SET section_key = s.section_key, fresh_from = s.fresh_from
-FROM staging_chunks s
-WHERE c.document_id = %(document_id)s AND c.id = ANY(%(kept)s::bigint[]) AND c.ordinal = s.ordinal
-  AND (c.section_key, c.fresh_from) IS DISTINCT FROM (s.section_key, s.fresh_from)
+-- Kept rows that take the section they are cut from now (an unchanged chunk of a section
+-- that changed around it, or a row written before 0021).
+UPDATE pgrecall.chunks AS c SET section_key = l.section_key, fresh_from = l.fresh_from
+FROM unnest(%(ids)s::bigint[], %(section_keys)s::text[], %(fresh_froms)s::integer[]) AS l(id, section_key, fresh_from)
+WHERE c.id = l.id
 
 -- refresh_document_lengths --
--- The kept chunks' postings carry the document's new length (0014: never stale).
-UPDATE pgrecall.postings AS p SET document_length = d.term_count
+-- The kept chunks' postings carry the document's new length step (0022).
+UPDATE pgrecall.postings AS p SET document_length = pgrecall.document_length_step(d.term_count)
 FROM pgrecall.documents d
 WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
-  AND p.document_length <> d.term_count
+  AND p.document_length <> pgrecall.document_length_step(d.term_count)
 
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
@@ -164,19 +155,20 @@ CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     keyword_text text,
     identifiers text[],
     section_key text,
-    fresh_from integer
+    fresh_from integer,
+    write_key text
 ) ON COMMIT DELETE ROWS
 
 -- copy_staging --
-COPY staging_chunks (ordinal, heading, text, token_count, embedding, keyword_text, identifiers, section_key, fresh_from)
+COPY staging_chunks (ordinal, heading, text, token_count, embedding, keyword_text, identifiers, section_key, fresh_from, write_key)
 FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
-    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from)
+    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from, write_key)
 SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l),
-       s.section_key, s.fresh_from
+       s.section_key, s.fresh_from, s.write_key
 FROM staging_chunks s
 CROSS JOIN LATERAL (
     -- keyword_text holds each word of a document once: a heading path in the
@@ -184,21 +176,23 @@ CROSS JOIN LATERAL (
     -- before (the model still sees both). Identifiers are kept whole as extra lexemes.
     SELECT to_tsvector(%(config)s::regconfig, s.keyword_text) || array_to_tsvector(s.identifiers) AS fts
 ) v
-WHERE s.ordinal <> ALL(%(kept_ordinals)s::integer[])
 
 -- document_term_count --
+-- True if the length's step moved from the one the kept postings carry (%(old)s's).
 UPDATE pgrecall.documents
 SET term_count = (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s)
 WHERE id = %(document_id)s
+RETURNING pgrecall.document_length_step(term_count) <> pgrecall.document_length_step(%(old)s)
 
 -- insert_postings --
--- Each posting carries its document and the chunk's and document's lengths (0014);
--- the document's is what document_term_count then writes to its row.
+-- Each posting carries its document and the chunk's and document's lengths (0014), the
+-- document's in steps (0022); document_term_count writes the exact one to its row.
 INSERT INTO pgrecall.postings (term, chunk_id, tf, impact, document_id, chunk_length, document_length)
 SELECT l.lexeme, c.id, l.tf,
        l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length)),
        c.document_id, c.term_count,
-       (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s)
+       pgrecall.document_length_step(
+           (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s))
 FROM pgrecall.chunks c
 CROSS JOIN LATERAL (
     SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.fts)

@@ -191,3 +191,62 @@ def test_a_grown_conversation_and_an_appended_note_embed_only_their_new_chunks(i
     (untouched,) = rows(db_url, "SELECT chunk_count FROM pgrecall.documents WHERE path LIKE '%%#c2'")[0]
     assert untouched > 0 and second.chunks == len(after) - untouched
     assert_statistics_consistent(db_url)
+
+
+KEPT_ROWS = """
+    SELECT c.id, c.xmin::text, p.term, p.xmin::text, p.document_length
+    FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id
+    LEFT JOIN pgrecall.postings p ON p.chunk_id = c.id
+    WHERE d.path = 'journal.md' ORDER BY c.id, p.term"""
+LENGTH = (
+    "SELECT term_count, pgrecall.document_length_step(term_count) FROM pgrecall.documents WHERE path = 'journal.md'"
+)
+
+
+def test_an_append_writes_only_the_new_chunks_and_their_postings(index, db_url, tmp_path, abstracts):
+    """A kept chunk's row is never written again on an append, nor are its postings, but when
+    the document's length crosses a step (0022): then they carry the new step, as a write from
+    scratch would."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note = notes / "journal.md"
+    note.write_text(journal([entry(n, a) for n, a in enumerate(abstracts[:60], start=1)]))
+    index(notes)
+    rewrites = []
+    for number, abstract in enumerate(abstracts[60:72], start=61):
+        before = {(row[0], row[2]): row for row in rows(db_url, KEPT_ROWS)}
+        ((old_length, old_step),) = rows(db_url, LENGTH)
+        with note.open("a") as file:
+            file.write("\n" + entry(number, abstract))
+        summary = index(notes)
+        ((new_length, new_step),) = rows(db_url, LENGTH)
+        after = {(row[0], row[2]): row for row in rows(db_url, KEPT_ROWS)}
+        assert new_length > old_length and summary.chunks_reused == len({chunk for chunk, _ in before})
+        kept = [(before[key], row) for key, row in after.items() if key in before]
+        assert {chunk for chunk, _ in before} <= {chunk for chunk, _ in after}  # every old row is kept
+        assert all(old[1] == new[1] for old, new in kept)  # and its row was not written again
+        assert {new[4] for _, new in after.items()} == {new_step}  # every posting carries today's step
+        rewritten = sum(old[3] != new[3] for old, new in kept)
+        assert rewritten == (len(kept) if new_step != old_step else 0), (old_length, new_length)
+        rewrites.append(new_step != old_step)
+    assert True in rewrites and False in rewrites  # both cases happened
+    assert_statistics_consistent(db_url)
+
+
+def test_document_length_steps_keep_six_leading_bits(db_url):
+    """Exact below 64; above, rounded down by less than 1/32 and never increasing with fewer lexemes."""
+    (exact,) = rows(db_url, "SELECT bool_and(pgrecall.document_length_step(n) = n) FROM generate_series(0, 63) n")[0]
+    assert exact
+    sample = rows(
+        db_url,
+        """SELECT n, pgrecall.document_length_step(n) FROM generate_series(64, 5000) n
+           UNION ALL SELECT n, pgrecall.document_length_step(n)
+           FROM unnest(ARRAY[98303, 98304, 100000, 131071, 131072, 4294967297, 9223372036854775807]::bigint[]) n""",
+    )
+    for length, step in sample:
+        assert step <= length and (length - step) * 32 < length, (length, step)
+        low_bits = max(step.bit_length() - 6, 0)
+        assert step >> low_bits << low_bits == step, (length, step)  # six leading bits at most
+    steps = [step for _, step in sorted(sample)]
+    assert steps == sorted(steps)
+    assert dict(sample)[100000] == 98304 and dict(sample)[131071] == 129024

@@ -1,7 +1,7 @@
 """The keyword arm reads its postings alone (0014) and ranks exactly as the query before it.
 
-The reference is the keyword arm as it was before 0014 (kept below, verbatim): it looked each
-posting's chunk and document up in their tables. Over a real corpus (SciFact abstracts written
+The reference is the keyword arm as it was before 0014 (kept below, verbatim but for the
+document length's step of 0022): it looked each posting's chunk and document up in their tables. Over a real corpus (SciFact abstracts written
 through the real write path) both must give the same (chunk, score) lists, with and without
 filters, on an index migrated from 0013 and on one written since.
 """
@@ -32,7 +32,7 @@ QUERIES = 50
 ROOT = "/keyword-arm-test"
 FILTERS = [None, {"path_prefix": "b/"}, {"path_prefix": "a/", "kind": "markdown"}]
 
-# The keyword arm before 0014, verbatim.
+# The keyword arm before 0014, verbatim but for the document length's step (0022).
 OLD_KEYWORD_ARM = """
 WITH totals AS (
     SELECT sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
@@ -98,7 +98,8 @@ document_scores AS (
     SELECT t.document_id,
            sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
                * t.tf * (%(k1)s + 1)
-               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.term_count / s.document_length))) AS score
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * pgrecall.document_length_step(d.term_count)
+                                           / s.document_length))) AS score
     FROM document_terms t
     JOIN pgrecall.documents d ON d.id = t.document_id
     CROSS JOIN stats s
@@ -137,12 +138,17 @@ CROSS JOIN (
 WHERE c.document_id = %(document_id)s
 """
 
+# 0022's function, as the migration creates it.
+_0022 = next(m for m in bundled_migrations() if m.name.startswith("0022")).sql
+LENGTH_STEP_FUNCTION = _0022[_0022.index("CREATE FUNCTION") : _0022.index("$$;") + 3]
+
 # Each posting's carried values against the rows they come from: no row may differ.
 STALE_POSTINGS = """
 SELECT count(*) FROM pgrecall.postings p
 JOIN pgrecall.chunks c ON c.id = p.chunk_id
 JOIN pgrecall.documents d ON d.id = c.document_id
-WHERE (p.document_id, p.chunk_length, p.document_length) IS DISTINCT FROM (c.document_id, c.term_count, d.term_count)
+WHERE (p.document_id, p.chunk_length, p.document_length)
+      IS DISTINCT FROM (c.document_id, c.term_count, pgrecall.document_length_step(d.term_count))
 """
 
 
@@ -173,7 +179,7 @@ def _markdown(abstract: dict, shortened: bool = False) -> str:
     return f"# {abstract['title']}\n\n{text}\n"
 
 
-async def _no_rows_kept(conn, document_id: int) -> dict:
+def _no_rows_kept(old, rows) -> dict:
     return {}
 
 
@@ -251,12 +257,14 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     before = [m for m in bundled_migrations() if m.name < "0014"]
     with database.connect(empty_db_url) as conn:
         migrate(conn, migrations=before)
-        # Today's write path also writes the columns of 0016, 0020 and 0021: the old schema has them
-        # while it is written.
+        # Today's write path also writes the columns of 0016, 0020, 0021 and 0022 and calls 0022's
+        # function: the old schema has them while it is written.
         conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN redactions jsonb NOT NULL DEFAULT '{}'")
         conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN project text, ADD COLUMN occurred_at timestamptz")
         conn.execute("ALTER TABLE pgrecall.chunks ADD COLUMN section_key text, ADD COLUMN fresh_from integer")
         conn.execute("ALTER TABLE pgrecall.roots ADD COLUMN project text")
+        conn.execute("ALTER TABLE pgrecall.chunks ADD COLUMN write_key text")
+        conn.execute(LENGTH_STEP_FUNCTION)
     # An index written before 0014, by the write path of then.
     with monkeypatch.context() as patch:
         patch.setitem(store.Q, "insert_postings", OLD_INSERT_POSTINGS)
@@ -266,12 +274,14 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
 
     with database.connect(empty_db_url) as conn:
-        # 0016, 0020 and 0021 add them for real.
+        # 0016, 0020, 0021 and 0022 add them for real.
         conn.execute(
             "ALTER TABLE pgrecall.documents DROP COLUMN redactions, DROP COLUMN project, DROP COLUMN occurred_at"
         )
         conn.execute("ALTER TABLE pgrecall.chunks DROP COLUMN section_key, DROP COLUMN fresh_from")
         conn.execute("ALTER TABLE pgrecall.roots DROP COLUMN project")
+        conn.execute("ALTER TABLE pgrecall.chunks DROP COLUMN write_key")
+        conn.execute("DROP FUNCTION pgrecall.document_length_step")
         through_0014 = [m for m in bundled_migrations() if m.name < "0015"]
         assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
         migrate(conn)  # the later ones, which touch neither postings nor statistics

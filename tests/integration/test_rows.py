@@ -58,6 +58,7 @@ TYPED_QUERIES = [
     ("document_state", WRITE["document_state"], store.DocumentState, {"root": "/r", "path": "a.md", "space": SPACE}),
     ("child_documents", WRITE["child_documents"], store.ChildState, {"parent_id": 1, "space": SPACE}),
     ("file_states", WRITE["file_states"], store.FileState, {"root": "/r", "space": SPACE}),
+    ("chunk_write_keys", WRITE["chunk_write_keys"], store.ChunkKey, {"document_id": 1}),
     ("service_status", SERVICE["service_status"], service.ServiceStatus, {"queue": QUEUE}),
     ("fetch_hits", SEARCH["fetch_hits"], read_store.ChunkRow, {"chunk_ids": [1], "embedding": None}),
     *(
