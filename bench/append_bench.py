@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from processes import as_installed
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "scifact"
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
@@ -65,6 +67,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pgrecall-append-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
     env |= {"PGRECALL_HOME": str(work / "home"), "PGRECALL_EMBED_BACKEND": args.backend}
+    env = as_installed(env, sys.executable)
     folder = work / "journal"
     folder.mkdir()
     journal = folder / "journal.md"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from append_bench import DEFAULT_CORPUS, entries  # noqa: E402
+from processes import as_installed  # noqa: E402
 
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
 
@@ -41,7 +42,8 @@ def main() -> int:
     envs, folders = {}, {}
     for name in pythons:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
-        envs[name] = env | {"PGRECALL_HOME": str(work / name / "home"), "PGRECALL_EMBED_BACKEND": "onnx-int8"}
+        env |= {"PGRECALL_HOME": str(work / name / "home"), "PGRECALL_EMBED_BACKEND": "onnx-int8"}
+        envs[name] = as_installed(env, pythons[name])
         folders[name] = work / name / "journal"
         folders[name].mkdir(parents=True)
         (folders[name] / "journal.md").write_text("# Journal\n\n" + "\n".join(sections[:300]), encoding="utf-8")

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from processes import as_installed
+
 from pgrecall import warm_client
 from pgrecall.evaluate import percentile
 
@@ -87,6 +89,7 @@ def main() -> int:
     env.update({"PGRECALL_HOME": str(work / "home"), "PGRECALL_LOG_FORMAT": "json"})
     if "PGRECALL_HOOK_DEADLINE" in os.environ:
         env["PGRECALL_HOOK_DEADLINE"] = os.environ["PGRECALL_HOOK_DEADLINE"]
+    env = as_installed(env, sys.executable)
     pgrecall = [sys.executable, "-c", CLI]
     seconds: list[float] = []
     cpu_seconds: list[float] = []

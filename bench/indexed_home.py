@@ -8,6 +8,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from processes import as_installed
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 
@@ -21,6 +23,7 @@ def indexed_home(python: str, home: str | None, prefix: str) -> tuple[Path, dict
     )
     for name in ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_WARM_SOCKET"):
         env.pop(name, None)
+    env = as_installed(env, python)
     folder.mkdir(parents=True, exist_ok=True)
     os.chdir(folder)
     pgrecall = [python, "-m", "pgrecall.cli"]

@@ -50,6 +50,31 @@ def _embedded_server(settings: Settings):
     return server
 
 
+def running_embedded_url(settings: Settings) -> str | None:
+    """The URL of the pgrecall database when this home's server is up and already has it, else None.
+
+    What every command but the first after a boot finds: read from postmaster.pid and tried
+    with one connection, without the package's start path (its import, a lock that all of
+    this user's embedded servers share, and a connection to create the database). Anything
+    unexpected is a None: the full start path then decides."""
+    try:
+        lines = (pgdata_path(settings) / "postmaster.pid").read_text().splitlines()
+        pid, port, socket_dir, state = int(lines[0]), int(lines[3]), lines[4], lines[7].strip()
+    except (OSError, ValueError, IndexError):
+        return None
+    if state != "ready" or not socket_dir or not Path(socket_dir, f".s.PGSQL.{port}").exists():
+        return None
+    # As the package's own URL and ensure_database write it (the port only when not the default).
+    port_option = {} if port == 5432 else {"port": str(port)}
+    url = psycopg.conninfo.make_conninfo(user="postgres", dbname=DATABASE_NAME, host=socket_dir, **port_option)
+    try:
+        psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S).close()
+    except psycopg.Error:
+        return None  # another server on a reused pid, no database yet, a server going down
+    log.debug("embedded_server_running", pid=pid)
+    return url
+
+
 def start_embedded(settings: Settings) -> str:
     """Start the embedded server if needed; return the URL of the pgrecall database.
 
@@ -57,6 +82,8 @@ def start_embedded(settings: Settings) -> str:
     package serialises initdb and the server's start with a file lock, and
     `ensure_database` serialises the creation of the database.
     """
+    if url := running_embedded_url(settings):
+        return url
     try:
         server = _embedded_server(settings)
     except Exception as exc:  # the package raises bare RuntimeError/SubprocessError

@@ -14,6 +14,7 @@ one from explicit arguments (another backend or model cache, in tests and benchm
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 from pgrecall.embedder_base import (
@@ -54,7 +55,12 @@ def _shared_embedder(model_path: str | None, batch_size: int, backend: str) -> E
     return new_embedder(model_path, batch_size, backend)
 
 
+_SHARED_LOCK = threading.Lock()  # functools.cache alone may build one twice when two threads ask at once
+
+
 def embedder_for(settings: Settings) -> Embedder:
     """The process's one embedder for (settings.model, settings.embed_batch_size, settings.embed_backend):
     the worker's and the search side's, so the model loads once per process."""
-    return _shared_embedder(settings.model, settings.embed_batch_size, resolve_backend(settings.embed_backend))
+    with _SHARED_LOCK:
+        return _shared_embedder(settings.model, settings.embed_batch_size, resolve_backend(settings.embed_backend))
+

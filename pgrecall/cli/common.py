@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections.abc import Callable
 
 from pgrecall.settings import Settings
@@ -41,6 +42,23 @@ def searcher(settings: Settings, pool_size: int):
     # needed, an index never set up is one line (IndexNotSetUp), and they log in as the
     # reader role, which cannot write (pgrecall.api.reader).
     return Searcher(search_url(settings), settings, pool_size=pool_size)
+
+
+def load_model_early(settings: Settings) -> None:
+    """Start loading the process's embedder in a daemon thread, its imports included, so that the
+    load (onnxruntime builds its session outside the GIL) overlaps what the command does meanwhile:
+    importing the search side, starting or reaching the database. A failure is the first embed's
+    to report, and a command that never embeds does not wait for it."""
+
+    def load() -> None:
+        try:
+            from pgrecall.embedding import embedder_for
+
+            embedder_for(settings).load()
+        except Exception:  # noqa: BLE001, S110 - the first embed loads again and reports it
+            pass
+
+    threading.Thread(target=load, name="pgrecall-model-load", daemon=True).start()
 
 
 def text_argument(text: str | None, required: bool = True) -> str | None:

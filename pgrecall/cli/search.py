@@ -7,7 +7,7 @@ import json
 import os
 
 from pgrecall import kinds, warm_client
-from pgrecall.cli.common import command, key_values, searcher
+from pgrecall.cli.common import command, key_values, load_model_early, searcher
 from pgrecall.contract import MODES, TIME_FORMS
 from pgrecall.settings import FUSIONS, Settings
 
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     hits = warm_client.search(request, settings)  # serve's loaded model, when it runs
     if hits is None:
+        if request.mode != "keyword":
+            load_model_early(settings)
         args.start_logging()
         index = searcher(settings, pool_size=1)
         try:

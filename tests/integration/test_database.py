@@ -25,6 +25,30 @@ def test_embedded_server_stops_and_starts_again_in_one_process(tmp_path):
         database.stop_embedded(settings)
 
 
+def test_a_running_servers_url_is_read_from_its_pid_file_and_anything_else_takes_the_start_path(tmp_path):
+    """What `running_embedded_url` finds decides nothing it cannot confirm with a connection."""
+    settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home")})
+    assert database.running_embedded_url(settings) is None  # no server yet
+    url = database.start_embedded(settings)  # the package's start path
+    pid_file = database.pgdata_path(settings) / "postmaster.pid"
+    try:
+        assert database.running_embedded_url(settings) == url  # the same URL the start path gives
+        assert database.start_embedded(settings) == url
+        lines = pid_file.read_text().splitlines()
+        pid_file.write_text("\n".join([*lines[:4], str(tmp_path / "elsewhere"), *lines[5:]]) + "\n")
+        assert database.running_embedded_url(settings) is None  # a socket that is not there
+        pid_file.write_text("\n".join([*lines[:7], "stopping"]) + "\n")
+        assert database.running_embedded_url(settings) is None  # a server going down
+        pid_file.write_text("garbage")
+        assert database.running_embedded_url(settings) is None
+        pid_file.write_text("\n".join(lines) + "\n")
+        with psycopg.connect(database.running_embedded_url(settings)) as conn:
+            assert conn.execute("SELECT current_database()").fetchone() == ("pgrecall",)
+    finally:
+        database.stop_embedded(settings)
+    assert database.running_embedded_url(settings) is None  # stopped: the pid file is gone
+
+
 def test_ensure_database_is_idempotent_and_fresh_drops(server_url):
     name = "pgrecall_ensure_test"
     url = database.ensure_database(server_url, name)
