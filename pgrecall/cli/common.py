@@ -44,11 +44,12 @@ def searcher(settings: Settings, pool_size: int):
     return Searcher(search_url(settings), settings, pool_size=pool_size)
 
 
-def load_model_early(settings: Settings) -> None:
-    """Start loading the process's embedder in a daemon thread, its imports included, so that the
-    load (onnxruntime builds its session outside the GIL) overlaps what the command does meanwhile:
-    importing the search side, starting or reaching the database. A failure is the first embed's
-    to report, and a command that never embeds does not wait for it."""
+def load_model_early(settings: Settings) -> threading.Thread:
+    """Start loading the process's embedder in a thread, its imports included, so that the load
+    (onnxruntime builds its session outside the GIL) overlaps what the command does meanwhile:
+    importing its modules, reaching the database, planning. A failure is the first embed's to
+    report. The caller joins the thread before it returns: a process must not exit while
+    onnxruntime is still building a session in another thread."""
 
     def load() -> None:
         try:
@@ -58,7 +59,9 @@ def load_model_early(settings: Settings) -> None:
         except Exception:  # noqa: BLE001, S110 - the first embed loads again and reports it
             pass
 
-    threading.Thread(target=load, name="pgrecall-model-load", daemon=True).start()
+    thread = threading.Thread(target=load, name="pgrecall-model-load", daemon=True)
+    thread.start()
+    return thread
 
 
 def text_argument(text: str | None, required: bool = True) -> str | None:

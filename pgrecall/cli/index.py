@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 
-from pgrecall.cli.common import command, url
+from pgrecall.cli.common import command, load_model_early, url
 from pgrecall.settings import Settings
 
 SHOWN_FAILURES = 20
@@ -42,12 +42,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.worker.progress import progress_bar
-    from pgrecall.worker.run import run_index
+    # From the start: the model's load overlaps the imports, the migration check and the plan,
+    # which an edited note's index waited for before (a run that finds nothing changed joins it).
+    loading = load_model_early(settings)
+    try:
+        from pgrecall.worker.progress import progress_bar
+        from pgrecall.worker.run import run_index
 
-    database_url = url(settings)
-    progress = None if args.quiet or args.json else progress_bar
-    return print_summary(args, asyncio.run(run_index(settings, database_url, args.paths, progress=progress)))
+        database_url = url(settings)
+        progress = None if args.quiet or args.json else progress_bar
+        summary = asyncio.run(run_index(settings, database_url, args.paths, progress=progress))
+    finally:
+        loading.join()
+    return print_summary(args, summary)
 
 
 def run_reembed(args: argparse.Namespace, settings: Settings) -> int:

@@ -109,14 +109,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     hits = warm_client.search(request, settings)  # serve's loaded model, when it runs
     if hits is None:
-        if request.mode != "keyword":
-            load_model_early(settings)
-        args.start_logging()
-        index = searcher(settings, pool_size=1)
+        loading = load_model_early(settings) if request.mode != "keyword" else None
         try:
-            hits = index.run(request)
+            args.start_logging()
+            index = searcher(settings, pool_size=1)
+            try:
+                hits = index.run(request)
+            finally:
+                index.close()
         finally:
-            index.close()
+            if loading is not None:
+                loading.join()
     if args.json:
         print(json.dumps([hit.to_json() for hit in hits], ensure_ascii=False))
     else:
