@@ -25,6 +25,7 @@ from pgrecall.projects import project_of
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
 from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
+from pgrecall.worker.language import document_language
 
 Q = queries.load("index.sql")
 
@@ -160,12 +161,11 @@ async def stored_chunks(
 
 @dataclasses.dataclass(frozen=True)
 class Statistics:
-    """What some documents contribute to BM25's statistics."""
+    """What some documents contribute to BM25's statistics, per language (0024)."""
 
-    terms: dict[str, tuple[int, int]]  # term -> (chunks, documents) containing it
-    chunks: int = 0
-    term_total: int = 0
-    documents: int = 0  # documents with at least one chunk
+    terms: dict[tuple[str, str], tuple[int, int]]  # (language, term) -> (chunks, documents) containing it
+    # language -> (chunks, lexemes, documents with at least one chunk)
+    totals: dict[str, tuple[int, int, int]] = dataclasses.field(default_factory=dict)
 
 
 NO_STATISTICS = Statistics({})
@@ -173,43 +173,46 @@ NO_STATISTICS = Statistics({})
 
 async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> Statistics:
     cursor = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
-    terms = {term: (chunks, documents) for term, chunks, documents in await cursor.fetchall()}
+    terms = {(language, term): (chunks, documents) for language, term, chunks, documents in await cursor.fetchall()}
     cursor = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
-    chunks, term_total, documents = await cursor.fetchone()
-    return Statistics(terms, chunks, term_total, documents)
+    totals = {language: tuple(counts) for language, *counts in await cursor.fetchall()}
+    return Statistics(terms, totals)
 
 
 async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, after: Statistics) -> bool:
     """Record the difference as delta rows (pgrecall.worker.statistics folds them); True if any."""
     deltas = {}
-    for term in before.terms.keys() | after.terms.keys():
-        old_chunks, old_documents = before.terms.get(term, (0, 0))
-        new_chunks, new_documents = after.terms.get(term, (0, 0))
+    for key in before.terms.keys() | after.terms.keys():
+        old_chunks, old_documents = before.terms.get(key, (0, 0))
+        new_chunks, new_documents = after.terms.get(key, (0, 0))
         if (old_chunks, old_documents) != (new_chunks, new_documents):
-            deltas[term] = (new_chunks - old_chunks, new_documents - old_documents)
+            deltas[key] = (new_chunks - old_chunks, new_documents - old_documents)
     changed = sorted(deltas)
     if changed:
         params = {
-            "terms": changed,
-            "deltas": [deltas[t][0] for t in changed],
-            "document_deltas": [deltas[t][1] for t in changed],
+            "languages": [language for language, _ in changed],
+            "terms": [term for _, term in changed],
+            "deltas": [deltas[key][0] for key in changed],
+            "document_deltas": [deltas[key][1] for key in changed],
         }
         await conn.execute(Q["record_term_deltas"], params)
-    totals_changed = (after.chunks, after.term_total, after.documents) != (
-        before.chunks,
-        before.term_total,
-        before.documents,
-    )
-    if totals_changed:
+    totals = {}
+    for language in sorted(before.totals.keys() | after.totals.keys()):
+        old = before.totals.get(language, (0, 0, 0))
+        new = after.totals.get(language, (0, 0, 0))
+        if old != new:
+            totals[language] = tuple(n - o for n, o in zip(new, old, strict=True))
+    if totals:
         await conn.execute(
-            Q["record_corpus_delta"],
+            Q["record_corpus_deltas"],
             {
-                "chunks": after.chunks - before.chunks,
-                "terms": after.term_total - before.term_total,
-                "documents": after.documents - before.documents,
+                "languages": list(totals),
+                "chunks": [t[0] for t in totals.values()],
+                "terms": [t[1] for t in totals.values()],
+                "documents": [t[2] for t in totals.values()],
             },
         )
-    return bool(changed) or totals_changed
+    return bool(changed) or bool(totals)
 
 
 async def write_document(
@@ -223,15 +226,23 @@ async def write_document(
     chunking: str,
     embedding_space: str,
     parent_id: int | None = None,
+    language: str | None = None,
 ) -> int:
     """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction.
+
+    `language`: the text search configuration of its postings (pgrecall.worker.language);
+    None detects it among the default languages.
 
     A chunk the document already holds with every computed column equal (heading, text,
     word pieces, lexemes) and the same vector keeps its row, moved to its new ordinal: no new HNSW entry, no new
     postings. The rows end as a from-scratch write leaves them but for ids and the kept
     postings' impacts (computed with the corpus' average length when they were written)."""
+    if language is None:
+        language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
-        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
+        document_id = await _upsert(
+            conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None
+        )
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
@@ -247,20 +258,21 @@ async def write_document(
                     labels = (chunk.section_key or None, chunk.fresh_from)
                     await copy.write_row((*row, keyword_text, identifier_terms(keyword_text), *labels))
                     previous_heading = chunk.heading
-            kept = await _unchanged_rows(conn, document_id)
+            kept = await _unchanged_rows(conn, document_id, language)
         kept_ids = [row_id for row_id, _ in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
         if chunks:
             await _place_kept(conn, document_id, kept)
             if kept_ids:
                 await conn.execute(Q["label_kept_chunks"], {"document_id": document_id, "kept": kept_ids})
-            params = {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG, "kept_ordinals": list(kept)}
+            params = {"document_id": document_id, "config": language, "kept_ordinals": list(kept)}
             await conn.execute(Q["insert_chunks"], params)
             await conn.execute(
                 Q["insert_postings"],
                 {
                     "document_id": document_id,
                     "kept": kept_ids,
+                    "config": language,
                     "k1": bm25.K1,
                     "b": bm25.B,
                     "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
@@ -276,7 +288,7 @@ async def write_document(
     return document_id
 
 
-async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> dict[int, tuple[int, int]]:
+async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int, language: str) -> dict[int, tuple[int, int]]:
     """new ordinal -> (id, old ordinal) of an old row equal in every computed column and its
     vector to the staged chunk; chunks that repeat one another are paired in order."""
     cursor = await conn.execute(Q["chunk_keys"], {"document_id": document_id})
@@ -285,7 +297,7 @@ async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> di
         old.setdefault(tuple(key), []).append((row_id, ordinal))
     if not old:
         return {}
-    cursor = await conn.execute(Q["staged_keys"], {"config": bm25.TEXT_SEARCH_CONFIG})
+    cursor = await conn.execute(Q["staged_keys"], {"config": language})
     kept = {}
     for ordinal, *key in await cursor.fetchall():
         if rows := old.get(tuple(key)):
@@ -309,6 +321,7 @@ async def _upsert(
     parent_id: int | None,
     chunking: str | None,
     embedding_space: str | None,
+    language: str | None = None,
 ) -> int:
     params: dict[str, Any] = {
         "root": root,
@@ -326,6 +339,7 @@ async def _upsert(
         "redactions": Jsonb(document.redactions),
         "project": project_of(document.project) if document.project else None,
         "occurred_at": document.occurred_at,
+        "language": language,
     }
     cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]
