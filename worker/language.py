@@ -18,76 +18,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pgrecall.errors import ConfigurationError
+from pgrecall.languages import CONFIGURATIONS, DEFAULT_LANGUAGES, SIMPLE, configuration_of
 
-SIMPLE = "simple"
-# ISO 639-1 code -> PostgreSQL's Snowball text search configuration (`SELECT cfgname FROM pg_ts_config`).
-CONFIGURATIONS = {
-    "ar": "arabic",
-    "ca": "catalan",
-    "da": "danish",
-    "de": "german",
-    "el": "greek",
-    "en": "english",
-    "es": "spanish",
-    "eu": "basque",
-    "fi": "finnish",
-    "fr": "french",
-    "ga": "irish",
-    "hi": "hindi",
-    "hu": "hungarian",
-    "hy": "armenian",
-    "id": "indonesian",
-    "it": "italian",
-    "lt": "lithuanian",
-    "ne": "nepali",
-    "nl": "dutch",
-    "no": "norwegian",
-    "pt": "portuguese",
-    "ro": "romanian",
-    "ru": "russian",
-    "sr": "serbian",
-    "sv": "swedish",
-    "ta": "tamil",
-    "tr": "turkish",
-    "yi": "yiddish",
-}
-_BY_NAME = {name: code for code, name in CONFIGURATIONS.items()}
-DEFAULT_LANGUAGES = ("en", "de")
 MIN_CONFIDENCE = 0.7  # the detector's probability among the languages considered
 MIN_LETTERS = 12  # fewer letters than this tell no language apart
 DETECTED_CHARS = 4000  # the start of a long document tells its language; the rest costs time only
 _LETTERS = re.compile(r"[^\W\d_]")
-
-
-def parse_languages(value: str | Iterable[str]) -> tuple[str, ...]:
-    """PGRECALL_LANGUAGES ("en,de") as ISO codes; ConfigurationError for a language without a configuration."""
-    items = value.split(",") if isinstance(value, str) else list(value)
-    codes = []
-    for item in (i.strip().lower() for i in items):
-        if not item:
-            continue
-        code = _BY_NAME.get(item, item)
-        if code not in CONFIGURATIONS:
-            known = ", ".join(sorted(CONFIGURATIONS))
-            raise ConfigurationError(f"PGRECALL_LANGUAGES: no text search configuration for {item!r} (known: {known})")
-        if code not in codes:
-            codes.append(code)
-    if not codes:
-        raise ConfigurationError("PGRECALL_LANGUAGES names no language")
-    return tuple(codes)
-
-
-def configuration_of(value: Any) -> str | None:
-    """The configuration a front matter's lang:/language: names ("de", "de-AT", "German"), else None."""
-    if not isinstance(value, str):
-        return None
-    item = value.strip().lower().replace("_", "-")
-    if item == SIMPLE:
-        return SIMPLE
-    if item in _BY_NAME:
-        return item
-    return CONFIGURATIONS.get(item.split("-", 1)[0])
 
 
 @functools.lru_cache(maxsize=8)

@@ -31,6 +31,7 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
+from pgrecall import languages as language_names
 from pgrecall.embedding import DIMENSIONS, Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
@@ -180,7 +181,7 @@ class Indexer:
             max_export_bytes=settings.max_export_bytes,
             include_tool_results=settings.session_tool_results == "on",
             redact_secrets=settings.redact_secrets,
-            languages=language.parse_languages(settings.languages),
+            languages=language_names.parse_languages(settings.languages),
         )
 
     async def close(self) -> None:
@@ -198,7 +199,7 @@ class Indexer:
         on_outcome: Callable[[Outcome], None] | None = None,
         include_tool_results: bool = False,
         redact_secrets: bool = True,
-        languages: tuple[str, ...] = language.DEFAULT_LANGUAGES,
+        languages: tuple[str, ...] = language_names.DEFAULT_LANGUAGES,
     ):
         self.pool = pool
         self.languages = languages  # PGRECALL_LANGUAGES, as ISO codes
