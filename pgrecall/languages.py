@@ -7,7 +7,6 @@ indexed languages, and fusion asks which of them the embedding model covers.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -82,32 +81,25 @@ def configuration_of(value: Any) -> str | None:
     return CONFIGURATIONS.get(item.split("-", 1)[0])
 
 
-_CARD_LANGUAGE = re.compile(r"^language:\s*(.*)$", re.MULTILINE)
-_CARD_LIST_ITEM = re.compile(r"^\s*-\s*(\S+)\s*$")
-
-
 def model_card_languages(model_path: Path) -> frozenset[str] | None:
-    """The configurations of the languages a model's card (README.md front matter, `language:`)
-    names; None when it has no card or names none (then every language counts as covered)."""
+    """The configurations of the languages a model's card (README.md's YAML front matter,
+    `language:`) names; None when it has no card, names none or says multilingual (then
+    every language counts as covered)."""
+    import yaml
+
     try:
         text = (model_path / "README.md").read_text(encoding="utf-8")
     except OSError:
         return None
     if not text.startswith("---"):
         return None
-    front = text[3 : text.find("\n---", 3)]
-    match = _CARD_LANGUAGE.search(front)
-    if match is None:
+    try:
+        front = yaml.safe_load(text[3 : text.find("\n---", 3)])
+    except yaml.YAMLError:
         return None
-    codes = [match.group(1).strip()] if match.group(1).strip() else []
-    if not codes:  # a YAML list below the key
-        for line in front[match.end() :].splitlines()[1:]:
-            item = _CARD_LIST_ITEM.match(line)
-            if item is None:
-                break
-            codes.append(item.group(1))
-    if any(code.strip("'\"").lower() == "multilingual" for code in codes):
+    named = front.get("language") if isinstance(front, dict) else None
+    codes = [named] if isinstance(named, str) else named if isinstance(named, list) else []
+    if any(str(code).lower() == "multilingual" for code in codes):
         return None
-    covered = {configuration_of(code.strip("'\"")) for code in codes}
-    covered.discard(None)
+    covered = {configuration_of(code) for code in codes} - {None}
     return frozenset(covered) or None
