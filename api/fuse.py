@@ -10,13 +10,21 @@ Two fusions, chosen per search (pgrecall.contract.FUSIONS):
   score(d) = alpha * vector(d) + (1 - alpha) * keyword(d), where an arm that did not find d gives 0.
   With query-enrichment variants (several lists per arm), an arm's score of d is the largest of
   its lists' weight * normalised score, so a variant (weight 0.5) counts at most half the query as typed.
+
+A document in a language the embedding model does not cover (its model card names the languages
+it was trained on; pgrecall.languages.model_card_languages) is judged by the keyword arm alone
+(issue 21): a cosine similarity between texts the model cannot read is no evidence, and a weak arm
+must not drag a strong one down. Such an id (`keyword_only`) gets its keyword evidence on the scale
+of the others: convex, its normalised keyword score with weight 1 (the weights renormalised over
+the arms that can judge it); RRF, its keyword terms times the number of arms over the arms that
+can judge it (2). Where every document is in such a language, hybrid ranks exactly as keyword.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 DEFAULT_K = 60
 DEFAULT_ALPHA = 0.5  # equal weights for the two arms: chosen by principle, not tuned
@@ -55,15 +63,26 @@ def _best_ranks(lists: Sequence[RankedList], arm_names: list[str]) -> dict[Hasha
     return best
 
 
-def reciprocal_rank_fusion(lists: Sequence[RankedList], k: int = DEFAULT_K, arms: Sequence[str] = ()) -> list[Fused]:
-    """Fuse ranked lists; ties keep the order of first appearance, so results are deterministic."""
+def reciprocal_rank_fusion(
+    lists: Sequence[RankedList],
+    k: int = DEFAULT_K,
+    arms: Sequence[str] = (),
+    keyword_only: Collection[Hashable] = frozenset(),
+) -> list[Fused]:
+    """Fuse ranked lists; ties keep the order of first appearance, so results are deterministic.
+    An id of `keyword_only` counts its keyword lists only, scaled to all the arms (module docstring)."""
     if k <= 0:
         raise ValueError("k must be positive")
-    best = _best_ranks(lists, _arm_names(lists, arms))
+    arm_names = _arm_names(lists, arms)
+    best = _best_ranks(lists, arm_names)
+    scale = len(arm_names) if keyword_only else 1.0
     scores: dict[Hashable, float] = {}
     for ranked in lists:
         for rank, item in enumerate(ranked.ids, start=1):
-            scores[item] = scores.get(item, 0.0) + ranked.weight / (k + rank)
+            contribution = ranked.weight / (k + rank)
+            if item in keyword_only:
+                contribution = contribution * scale if ranked.arm == "keyword" else 0.0
+            scores[item] = scores.get(item, 0.0) + contribution
     order = {item: position for position, item in enumerate(scores)}
     fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
     return [Fused(item, scores[item], best[item]) for item in fused]
@@ -79,8 +98,14 @@ def min_max(scores: Sequence[float]) -> list[float]:
     return [(score - low) / (high - low) for score in scores]
 
 
-def convex_fusion(lists: Sequence[RankedList], alpha: float = DEFAULT_ALPHA, arms: Sequence[str] = ()) -> list[Fused]:
+def convex_fusion(
+    lists: Sequence[RankedList],
+    alpha: float = DEFAULT_ALPHA,
+    arms: Sequence[str] = (),
+    keyword_only: Collection[Hashable] = frozenset(),
+) -> list[Fused]:
     """alpha * vector + (1 - alpha) * keyword of min-max normalised scores; a missing arm gives 0.
+    An id of `keyword_only` scores its normalised keyword score alone (module docstring).
     Ties keep the order of first appearance, so results are deterministic."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError("alpha must be from 0 to 1")
@@ -99,8 +124,12 @@ def convex_fusion(lists: Sequence[RankedList], alpha: float = DEFAULT_ALPHA, arm
             if current is None or value > current:
                 per_arm[item][ranked.arm] = value
     weights = {"vector": alpha, "keyword": 1.0 - alpha}
+    keyword_alone = {"vector": 0.0, "keyword": 1.0}
     scores = {
-        item: sum(weights[arm] * (value or 0.0) for arm, value in arm_scores.items())
+        item: sum(
+            (keyword_alone if item in keyword_only else weights)[arm] * (value or 0.0)
+            for arm, value in arm_scores.items()
+        )
         for item, arm_scores in per_arm.items()
     }
     order = {item: position for position, item in enumerate(best)}

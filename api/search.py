@@ -42,6 +42,7 @@ from pgrecall.contract import (  # noqa: F401 (re-exported: the names this modul
 )
 from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import InvalidInput
+from pgrecall.languages import SIMPLE, model_card_languages
 from pgrecall.settings import Settings, load_settings
 
 VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
@@ -94,6 +95,9 @@ class Searcher:
             raise
         # Loaded on the first query that needs vectors: keyword searches never load a model.
         self.embedder = embedder or embedder_for(settings)
+        # The languages its model card names (None: not known, every language counts as covered).
+        model_path = getattr(self.embedder, "model_path", None)
+        self.covered_languages = model_card_languages(model_path) if model_path is not None else None
 
     def close(self) -> None:
         self.pool.close()
@@ -151,6 +155,20 @@ class Searcher:
         )
         return self.run(request, keyword_depth=keyword_depth)
 
+    def _keyword_only(self, session: store.ReadSession, lists: list[RankedList]) -> frozenset[int]:
+        """The candidates in a language the embedding model does not cover (pgrecall.api.fuse):
+        looked up only while the index holds such a language. `simple` (no language told) counts
+        as covered, as every document did before languages."""
+        if self.covered_languages is None:
+            return frozenset()
+        uncovered = set(session.index_languages()) - self.covered_languages - {SIMPLE}
+        if not uncovered:
+            return frozenset()
+        candidates = {chunk_id for ranked in lists for chunk_id in ranked.ids}
+        return frozenset(
+            chunk_id for chunk_id, language in session.languages(candidates).items() if language in uncovered
+        )
+
     def run(self, request: SearchRequest, keyword_depth: int = 1000) -> list[Hit]:
         """Search for a request built by pgrecall.contract.search_request."""
         query, k, mode = request.query, request.k, request.mode
@@ -180,10 +198,11 @@ class Searcher:
                     scored = session.vector_arm(vectors[position], limit, space=space)
                     lists.append(_ranked("vector", scored, _variant_weight(position)))
             arms = ("vector", "keyword")
+            keyword_only = self._keyword_only(session, lists) if mode == "hybrid" else frozenset()
             if fusion == "convex":
-                fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms)
+                fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms, keyword_only=keyword_only)
             else:
-                fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms)
+                fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms, keyword_only=keyword_only)
             # The project searched from, and recency between exact ties: only what can move reads facts.
             weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused)
             if weighed:

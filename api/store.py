@@ -218,13 +218,16 @@ class ReadSession:
         with self.conn.cursor(row_factory=class_row(VectorHit)) as cursor:
             return cursor.execute(Q[(name, self.filtered or space is not None)], params).fetchall()
 
-    def keyword_arm(self, query: str, limit: int, depth: int) -> list[KeywordHit]:
-        """The best documents' best chunks, best first."""
+    def keyword_arm(
+        self, query: str, limit: int, depth: int, languages: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
+        """The best documents' best chunks, best first. The query is analysed in every language
+        the index holds, or in `languages` (text search configurations) where given."""
         params = {
             **self.params,
             "query": query,
             "identifiers": identifier_terms(query),
-            "config": bm25.TEXT_SEARCH_CONFIG,
+            "languages": list(languages) if languages is not None else None,
             "k1": bm25.K1,
             "b": bm25.B,
             "depth": depth,
@@ -239,6 +242,16 @@ class ReadSession:
         with self.conn.cursor(row_factory=class_row(ChunkRow)) as cursor:
             rows = cursor.execute(_RAW["fetch_hits"], params).fetchall()
         return {row.chunk_id: row for row in rows}
+
+    def index_languages(self) -> list[str]:
+        """The languages (text search configurations) of the indexed documents."""
+        with self.conn.cursor(row_factory=scalar_row) as cursor:
+            return cursor.execute(_RAW["index_languages"]).fetchall()
+
+    def languages(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        """chunk id -> its language, for fusion."""
+        rows = self.conn.execute(_RAW["candidate_languages"], {"chunk_ids": list(chunk_ids)}).fetchall()
+        return dict(rows)
 
     def facts(self, chunk_ids: Sequence[int]) -> dict[int, CandidateFacts]:
         """chunk id -> its document's project and own time, for the ranking after fusion."""

@@ -11,4 +11,3 @@ K1 = 0.9
 B = 0.4
 # Average chunk length assumed for impacts written before any statistics exist.
 DEFAULT_AVERAGE_LENGTH = 100.0
-TEXT_SEARCH_CONFIG = "english"

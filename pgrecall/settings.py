@@ -184,6 +184,13 @@ SETTINGS: tuple[Setting, ...] = (
         maximum=1,
         real=True,
     ),
+    Setting(
+        "languages",
+        "PGRECALL_LANGUAGES",
+        "the languages a document is detected among (ISO 639-1 codes, comma-separated); its keyword postings "
+        "use that language's stemming and stop words, unsure text `simple`; a front-matter lang: overrides",
+        default="en,de",
+    ),
     Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=200, minimum=1),
     Setting(
         "log_format",
@@ -307,6 +314,7 @@ class Settings:
     fusion: str
     rrf_k: int
     fusion_alpha: float
+    languages: str
     ef_search: int
     log_format: str | None
     config_file: Path

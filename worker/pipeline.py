@@ -31,10 +31,11 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
+from pgrecall import languages as language_names
 from pgrecall.embedding import DIMENSIONS, Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
-from pgrecall.worker import adapters, archive, scan, store
+from pgrecall.worker import adapters, archive, language, scan, store
 from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
@@ -180,6 +181,7 @@ class Indexer:
             max_export_bytes=settings.max_export_bytes,
             include_tool_results=settings.session_tool_results == "on",
             redact_secrets=settings.redact_secrets,
+            languages=language_names.parse_languages(settings.languages),
         )
 
     async def close(self) -> None:
@@ -197,8 +199,10 @@ class Indexer:
         on_outcome: Callable[[Outcome], None] | None = None,
         include_tool_results: bool = False,
         redact_secrets: bool = True,
+        languages: tuple[str, ...] = language_names.DEFAULT_LANGUAGES,
     ):
         self.pool = pool
+        self.languages = languages  # PGRECALL_LANGUAGES, as ISO codes
         self.chunk_tokens = chunk_tokens
         self.redact_secrets = redact_secrets
         self.chunking = chunking_signature(chunk_tokens, redact_secrets)
@@ -442,7 +446,7 @@ class Indexer:
                 space=self.embedding_space,
                 chunking=self.chunking,
             )
-        chunked = await asyncio.to_thread(self._chunk_all, documents, known.sections)
+        chunked, languages = await asyncio.to_thread(self._chunk_all, documents, known.sections)
         attempt.stage = "embed"
         reused = [
             known.vectors.get(document.path, {}).get(chunk.embedding_text)
@@ -474,16 +478,23 @@ class Indexer:
                     chunking=self.chunking,
                     embedding_space=self.embedding_space,
                     parent_id=parent_id,
+                    language=languages[document.path],
                 )
                 offset += len(chunks)
         return _Written(chunks=len(every), embedded=len(missing), reused=len(every) - len(missing))
 
     def _chunk_all(
         self, documents: list[ParsedDocument], known: dict[str, dict[str, list[Chunk]]]
-    ) -> list[list[Chunk]]:
+    ) -> tuple[list[list[Chunk]], dict[str, str]]:
+        """Each document's chunks, and its language (pgrecall.worker.language), off the event loop."""
         max_tokens = token_budget(self.chunk_tokens, self.embedder.max_tokens)
         count = self.embedder.count_tokens
-        return [chunk_sections(d.sections, count, max_tokens=max_tokens, known=known.get(d.path)) for d in documents]
+        chunked = [chunk_sections(d.sections, count, max_tokens=max_tokens, known=known.get(d.path)) for d in documents]
+        languages = {
+            d.path: language.document_language(d.metadata, (s.text for s in d.sections), self.languages)
+            for d in documents
+        }
+        return chunked, languages
 
     async def _skip(self, attempt: _Attempt, reason: str, *, forget_indexed: bool = False) -> Outcome:
         """Recorded as skipped, not failed: a file that is not for the index (`status` counts these apart)."""

@@ -26,6 +26,7 @@ from pgrecall.projects import project_of
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
 from pgrecall.worker.document import Chunk, ParsedDocument, embedding_text
+from pgrecall.worker.language import document_language
 
 Q = queries.load("index.sql")
 
@@ -161,12 +162,11 @@ async def stored_chunks(
 
 @dataclasses.dataclass(frozen=True)
 class Statistics:
-    """What some documents contribute to BM25's statistics."""
+    """What some documents contribute to BM25's statistics, per language (0024)."""
 
-    terms: dict[str, tuple[int, int]]  # term -> (chunks, documents) containing it
-    chunks: int = 0
-    term_total: int = 0
-    documents: int = 0  # documents with at least one chunk
+    terms: dict[tuple[str, str], tuple[int, int]]  # (language, term) -> (chunks, documents) containing it
+    # language -> (chunks, lexemes, documents with at least one chunk)
+    totals: dict[str, tuple[int, int, int]] = dataclasses.field(default_factory=dict)
 
 
 NO_STATISTICS = Statistics({})
@@ -174,43 +174,46 @@ NO_STATISTICS = Statistics({})
 
 async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> Statistics:
     cursor = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
-    terms = {term: (chunks, documents) for term, chunks, documents in await cursor.fetchall()}
+    terms = {(language, term): (chunks, documents) for language, term, chunks, documents in await cursor.fetchall()}
     cursor = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
-    chunks, term_total, documents = await cursor.fetchone()
-    return Statistics(terms, chunks, term_total, documents)
+    totals = {language: tuple(counts) for language, *counts in await cursor.fetchall()}
+    return Statistics(terms, totals)
 
 
 async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, after: Statistics) -> bool:
     """Record the difference as delta rows (pgrecall.worker.statistics folds them); True if any."""
     deltas = {}
-    for term in before.terms.keys() | after.terms.keys():
-        old_chunks, old_documents = before.terms.get(term, (0, 0))
-        new_chunks, new_documents = after.terms.get(term, (0, 0))
+    for key in before.terms.keys() | after.terms.keys():
+        old_chunks, old_documents = before.terms.get(key, (0, 0))
+        new_chunks, new_documents = after.terms.get(key, (0, 0))
         if (old_chunks, old_documents) != (new_chunks, new_documents):
-            deltas[term] = (new_chunks - old_chunks, new_documents - old_documents)
+            deltas[key] = (new_chunks - old_chunks, new_documents - old_documents)
     changed = sorted(deltas)
     if changed:
         params = {
-            "terms": changed,
-            "deltas": [deltas[t][0] for t in changed],
-            "document_deltas": [deltas[t][1] for t in changed],
+            "languages": [language for language, _ in changed],
+            "terms": [term for _, term in changed],
+            "deltas": [deltas[key][0] for key in changed],
+            "document_deltas": [deltas[key][1] for key in changed],
         }
         await conn.execute(Q["record_term_deltas"], params)
-    totals_changed = (after.chunks, after.term_total, after.documents) != (
-        before.chunks,
-        before.term_total,
-        before.documents,
-    )
-    if totals_changed:
+    totals = {}
+    for language in sorted(before.totals.keys() | after.totals.keys()):
+        old = before.totals.get(language, (0, 0, 0))
+        new = after.totals.get(language, (0, 0, 0))
+        if old != new:
+            totals[language] = tuple(n - o for n, o in zip(new, old, strict=True))
+    if totals:
         await conn.execute(
-            Q["record_corpus_delta"],
+            Q["record_corpus_deltas"],
             {
-                "chunks": after.chunks - before.chunks,
-                "terms": after.term_total - before.term_total,
-                "documents": after.documents - before.documents,
+                "languages": list(totals),
+                "chunks": [t[0] for t in totals.values()],
+                "terms": [t[1] for t in totals.values()],
+                "documents": [t[2] for t in totals.values()],
             },
         )
-    return bool(changed) or totals_changed
+    return bool(changed) or bool(totals)
 
 
 async def write_document(
@@ -224,20 +227,27 @@ async def write_document(
     chunking: str,
     embedding_space: str,
     parent_id: int | None = None,
+    language: str | None = None,
 ) -> int:
     """Replace the document's chunks (`vectors` of `embedding_space`); returns its id. One transaction.
 
-    A chunk the document already holds with every computed column equal (heading, text,
-    word pieces, lexemes) and the same vector keeps its row, moved to its new ordinal: no new HNSW entry, no new
-    postings. The rows end as a from-scratch write leaves them but for ids and the kept
+    `language`: the text search configuration of its postings (pgrecall.worker.language);
+    None detects it among the default languages.
+
+    A chunk the document already holds with an equal write key (write_key: its text, heading,
+    keyword text, language and vector) keeps its row, moved to its new ordinal: no new HNSW
+    entry, no new postings; only the other chunks are staged and inserted. The rows end as a from-scratch write leaves them but for ids and the kept
     postings' impacts (computed with the corpus' average length when they were written)."""
+    if language is None:
+        language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
-        document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
+        document_id = await _upsert(
+            conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None
+        )
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
-        config = bm25.TEXT_SEARCH_CONFIG
-        rows = _rows_to_write(chunks, vectors, config)
+        rows = _rows_to_write(chunks, vectors, language)
         old = await _chunk_keys(conn, document_id) if chunks else []
         kept = _unchanged_rows(old, rows)  # new ordinal -> the old row it keeps
         kept_ids = [row.id for row in kept.values()]
@@ -248,18 +258,20 @@ async def write_document(
             new_rows = [row for row in rows if row.chunk.ordinal not in kept]
             if new_rows:
                 await _stage(conn, new_rows)
-                await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": config})
+                await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": language})
                 await conn.execute(
                     Q["insert_postings"],
                     {
                         "document_id": document_id,
                         "kept": kept_ids,
+                        "config": language,
                         "k1": bm25.K1,
                         "b": bm25.B,
                         "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
                     },
                 )
-        cursor = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": before.term_total})
+        old_length = sum(lexemes for _, lexemes, _ in before.totals.values())
+        cursor = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": old_length})
         step_moved = await cursor.fetchone()
         if kept_ids and step_moved and step_moved[0]:
             await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
@@ -391,6 +403,7 @@ async def _upsert(
     parent_id: int | None,
     chunking: str | None,
     embedding_space: str | None,
+    language: str | None = None,
 ) -> int:
     params: dict[str, Any] = {
         "root": root,
@@ -408,6 +421,7 @@ async def _upsert(
         "redactions": Jsonb(document.redactions),
         "project": project_of(document.project) if document.project else None,
         "occurred_at": document.occurred_at,
+        "language": language,
     }
     cursor = await conn.execute(Q["upsert_document" if parent_id is None else "upsert_child"], params)
     return (await cursor.fetchone())[0]

@@ -22,14 +22,15 @@ WHERE parent_id = %(parent_id)s
 -- A file of a root (parent_id NULL).
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at,
+     language)
 VALUES
     (%(root)s, %(path)s, NULL, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
      %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
      %(redactions)s,
      -- The document's own project, else its root's (0020).
      coalesce(%(project)s, (SELECT r.project FROM pgrecall.roots r WHERE r.path = %(root)s)),
-     coalesce(%(occurred_at)s, %(mtime)s, now()))
+     coalesce(%(occurred_at)s, %(mtime)s, now()), %(language)s)
 ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -45,20 +46,22 @@ ON CONFLICT (source_root, path) WHERE parent_id IS NULL DO UPDATE SET
     error_stage = NULL,
     redactions = excluded.redactions,
     project = excluded.project,
-    occurred_at = excluded.occurred_at
+    occurred_at = excluded.occurred_at,
+    language = excluded.language
 RETURNING id
 
 -- upsert_child --
 -- A conversation of an export: unique by its path within its parent.
 INSERT INTO pgrecall.documents AS d
     (source_root, path, parent_id, kind, content_hash, size_bytes, mtime, title, metadata,
-     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at)
+     chunk_count, chunking, embedding_space, indexed_at, error, error_stage, redactions, project, occurred_at,
+     language)
 VALUES
     (%(root)s, %(path)s, %(parent_id)s, %(kind)s, %(content_hash)s, %(size_bytes)s, %(mtime)s,
      %(title)s, %(metadata)s, %(chunk_count)s, %(chunking)s, %(embedding_space)s, now(), NULL, NULL,
      %(redactions)s,
      coalesce(%(project)s, (SELECT r.project FROM pgrecall.roots r WHERE r.path = %(root)s)),
-     coalesce(%(occurred_at)s, %(mtime)s, now()))
+     coalesce(%(occurred_at)s, %(mtime)s, now()), %(language)s)
 ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     kind = excluded.kind,
     content_hash = excluded.content_hash,
@@ -74,7 +77,8 @@ ON CONFLICT (parent_id, path) WHERE parent_id IS NOT NULL DO UPDATE SET
     error_stage = NULL,
     redactions = excluded.redactions,
     project = excluded.project,
-    occurred_at = excluded.occurred_at
+    occurred_at = excluded.occurred_at,
+    language = excluded.language
 RETURNING id
 
 -- record_failure --
@@ -99,17 +103,19 @@ UPDATE pgrecall.documents SET size_bytes = %(size_bytes)s, mtime = %(mtime)s
 WHERE id = %(id)s AND (size_bytes IS DISTINCT FROM %(size_bytes)s OR mtime IS DISTINCT FROM %(mtime)s)
 
 -- term_counts --
--- Per term: chunks and documents containing it.
-SELECT p.term, count(*)::integer, count(DISTINCT c.document_id)::integer
+-- Per language and term: chunks and documents containing it.
+SELECT p.language, p.term, count(*)::integer, count(DISTINCT c.document_id)::integer
 FROM pgrecall.postings p
 JOIN pgrecall.chunks c ON c.id = p.chunk_id
 WHERE c.document_id = ANY(%(document_ids)s)
-GROUP BY p.term
+GROUP BY p.language, p.term
 
 -- chunk_totals --
-SELECT count(*)::bigint, coalesce(sum(term_count), 0)::bigint, count(DISTINCT document_id)::bigint
+-- Per language (a document's chunks all have its language).
+SELECT language, count(*)::bigint, coalesce(sum(term_count), 0)::bigint, count(DISTINCT document_id)::bigint
 FROM pgrecall.chunks
 WHERE document_id = ANY(%(document_ids)s)
+GROUP BY language
 
 -- delete_chunks --
 -- The document's chunks but those the new version keeps (its postings go with them).
@@ -165,10 +171,11 @@ FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
-    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from, write_key)
+    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from,
+     write_key, language)
 SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l),
-       s.section_key, s.fresh_from, s.write_key
+       s.section_key, s.fresh_from, s.write_key, %(config)s
 FROM staging_chunks s
 CROSS JOIN LATERAL (
     -- keyword_text holds each word of a document once: a heading path in the
@@ -186,25 +193,27 @@ RETURNING pgrecall.document_length_step(term_count) <> pgrecall.document_length_
 
 -- insert_postings --
 -- Each posting carries its document and the chunk's and document's lengths (0014), the
--- document's in steps (0022); document_term_count writes the exact one to its row.
-INSERT INTO pgrecall.postings (term, chunk_id, tf, impact, document_id, chunk_length, document_length)
+-- document's in steps (0022); document_term_count writes the exact one to its row. Its
+-- language is its chunk's, and the average length its impact assumes that language's (0024).
+INSERT INTO pgrecall.postings (term, chunk_id, tf, impact, document_id, chunk_length, document_length, language)
 SELECT l.lexeme, c.id, l.tf,
        l.tf * (%(k1)s + 1) / (l.tf + %(k1)s * (1 - %(b)s + %(b)s * c.term_count / a.average_length)),
        c.document_id, c.term_count,
        pgrecall.document_length_step(
-           (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s))
+           (SELECT coalesce(sum(term_count), 0) FROM pgrecall.chunks WHERE document_id = %(document_id)s)),
+       c.language
 FROM pgrecall.chunks c
 CROSS JOIN LATERAL (
     SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.fts)
 ) l
 CROSS JOIN (
-    -- The corpus totals: the base row plus the deltas not folded into it yet (0013).
+    -- The language's totals: its base row plus the deltas not folded into it yet (0013).
     SELECT coalesce(sum(term_total)::bigint::float8 / nullif(sum(chunk_count)::bigint, 0),
                     %(default_average_length)s) AS average_length
     FROM (
-        SELECT chunk_count, term_total FROM pgrecall.corpus_stats
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stats WHERE language = %(config)s
         UNION ALL
-        SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas
+        SELECT chunk_count, term_total FROM pgrecall.corpus_stat_deltas WHERE language = %(config)s
     ) t
 ) a
 WHERE c.document_id = %(document_id)s AND c.id <> ALL(%(kept)s::bigint[])
@@ -212,13 +221,15 @@ WHERE c.document_id = %(document_id)s AND c.id <> ALL(%(kept)s::bigint[])
 -- record_term_deltas --
 -- A transaction's changes to term statistics: new rows only, no row shared with
 -- another writer, so concurrent writers never wait on each other here (0013).
-INSERT INTO pgrecall.term_stat_deltas (term, df, document_df)
-SELECT d.term, d.delta, d.document_delta
-FROM unnest(%(terms)s::text[], %(deltas)s::integer[], %(document_deltas)s::integer[]) AS d(term, delta, document_delta)
+INSERT INTO pgrecall.term_stat_deltas (language, term, df, document_df)
+SELECT d.language, d.term, d.delta, d.document_delta
+FROM unnest(%(languages)s::text[], %(terms)s::text[], %(deltas)s::integer[], %(document_deltas)s::integer[])
+    AS d(language, term, delta, document_delta)
 
--- record_corpus_delta --
-INSERT INTO pgrecall.corpus_stat_deltas (chunk_count, term_total, document_count)
-VALUES (%(chunks)s, %(terms)s, %(documents)s)
+-- record_corpus_deltas --
+-- One row per language whose totals changed.
+INSERT INTO pgrecall.corpus_stat_deltas (language, chunk_count, term_total, document_count)
+SELECT * FROM unnest(%(languages)s::text[], %(chunks)s::bigint[], %(terms)s::bigint[], %(documents)s::bigint[])
 
 -- fold_lock --
 -- One folder at a time; the others skip (pgrecall.worker.statistics). Held to commit.
@@ -229,49 +240,52 @@ SELECT pg_try_advisory_xact_lock(%(key)s)
 -- transactions still open are invisible to the DELETE and stay for the next fold.
 -- A term whose chunk count reaches zero is pruned.
 WITH moved AS (
-    DELETE FROM pgrecall.term_stat_deltas RETURNING term, df, document_df
+    DELETE FROM pgrecall.term_stat_deltas RETURNING language, term, df, document_df
 ),
 summed AS (
-    SELECT term, sum(df)::integer AS df, sum(document_df)::integer AS document_df
-    FROM moved GROUP BY term
+    SELECT language, term, sum(df)::integer AS df, sum(document_df)::integer AS document_df
+    FROM moved GROUP BY language, term
     HAVING sum(df) <> 0 OR sum(document_df) <> 0
 ),
 merged AS (
-    SELECT s.term, s.df, s.document_df, coalesce(t.df, 0) + s.df AS total
-    FROM summed s LEFT JOIN pgrecall.term_stats t ON t.term = s.term
+    SELECT s.language, s.term, s.df, s.document_df, coalesce(t.df, 0) + s.df AS total
+    FROM summed s LEFT JOIN pgrecall.term_stats t ON t.language = s.language AND t.term = s.term
 ),
 pruned AS (
-    DELETE FROM pgrecall.term_stats t USING merged m WHERE t.term = m.term AND m.total <= 0
+    DELETE FROM pgrecall.term_stats t USING merged m
+    WHERE t.language = m.language AND t.term = m.term AND m.total <= 0
     RETURNING t.term
 ),
 upserted AS (
-    INSERT INTO pgrecall.term_stats AS t (term, df, document_df)
-    SELECT term, df, document_df FROM merged WHERE total > 0
-    ORDER BY term
-    ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df, document_df = t.document_df + excluded.document_df
+    INSERT INTO pgrecall.term_stats AS t (language, term, df, document_df)
+    SELECT language, term, df, document_df FROM merged WHERE total > 0
+    ORDER BY language, term
+    ON CONFLICT (language, term) DO UPDATE SET df = t.df + excluded.df, document_df = t.document_df + excluded.document_df
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM upserted), (SELECT count(*) FROM pruned)
 
 -- fold_corpus_stats --
+-- Per language; a language's row stays (at zero) when its last document goes.
 WITH moved AS (
-    DELETE FROM pgrecall.corpus_stat_deltas RETURNING chunk_count, term_total, document_count
+    DELETE FROM pgrecall.corpus_stat_deltas RETURNING language, chunk_count, term_total, document_count
 ),
 summed AS (
-    SELECT count(*) AS deltas, coalesce(sum(chunk_count), 0)::bigint AS chunks,
-           coalesce(sum(term_total), 0)::bigint AS terms, coalesce(sum(document_count), 0)::bigint AS documents
-    FROM moved
+    SELECT language, count(*) AS deltas, sum(chunk_count)::bigint AS chunks,
+           sum(term_total)::bigint AS terms, sum(document_count)::bigint AS documents
+    FROM moved GROUP BY language
 ),
-updated AS (
-    UPDATE pgrecall.corpus_stats c
-    SET chunk_count = c.chunk_count + s.chunks,
-        term_total = c.term_total + s.terms,
-        document_count = c.document_count + s.documents
-    FROM summed s
-    WHERE s.deltas > 0
+upserted AS (
+    INSERT INTO pgrecall.corpus_stats AS c (language, chunk_count, term_total, document_count)
+    SELECT language, chunks, terms, documents FROM summed
+    ORDER BY language
+    ON CONFLICT (language) DO UPDATE
+    SET chunk_count = c.chunk_count + excluded.chunk_count,
+        term_total = c.term_total + excluded.term_total,
+        document_count = c.document_count + excluded.document_count
     RETURNING 1
 )
-SELECT deltas FROM summed
+SELECT coalesce(sum(deltas), 0)::bigint FROM summed
 
 -- pending_deltas --
 -- Delta rows not folded yet (visible to this transaction).

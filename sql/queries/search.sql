@@ -52,48 +52,57 @@ LIMIT %(limit)s
 -- base rows plus the deltas writers added since the last fold (0013): a few
 -- index reads per term. A posting carries its document and both lengths (0014):
 -- without a filter the lists are index-only scans and no chunk or document row is read.
+-- Languages (0024): the query is analysed with the configuration of every language
+-- the index holds (or of %(languages)s where given), and each document is scored
+-- with its own language's lexemes against its language's statistics: frequencies,
+-- counts and average lengths of that language's documents alone.
 WITH totals AS (
-    SELECT sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
+    SELECT language, sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
            sum(document_count)::bigint AS document_count
     FROM (
-        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
         UNION ALL
-        SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
+        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
     ) t
+    GROUP BY language
 ),
 stats AS (
-    SELECT chunk_count::float8 AS chunks,
+    SELECT language,
+           chunk_count::float8 AS chunks,
            greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
            document_count::float8 AS documents,
            greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
     FROM totals
+    WHERE chunk_count > 0 AND (%(languages)s::text[] IS NULL OR language = ANY(%(languages)s::text[]))
 ),
 query_terms AS (
-    SELECT q.term, ts.df, ts.document_df
-    FROM (
+    SELECT s.language, q.term, ts.df, ts.document_df
+    FROM stats s
+    CROSS JOIN LATERAL (
         SELECT DISTINCT term
         FROM unnest(tsvector_to_array(
-                 to_tsvector(%(config)s::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+                 to_tsvector(s.language::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
              )) AS u(term)
     ) q
     CROSS JOIN LATERAL (
         SELECT sum(df)::integer AS df, sum(document_df)::integer AS document_df
         FROM (
-            SELECT df, document_df FROM pgrecall.term_stats WHERE term = q.term
+            SELECT df, document_df FROM pgrecall.term_stats WHERE language = s.language AND term = q.term
             UNION ALL
-            SELECT df, document_df FROM pgrecall.term_stat_deltas WHERE term = q.term
+            SELECT df, document_df FROM pgrecall.term_stat_deltas WHERE language = s.language AND term = q.term
         ) d
     ) ts
     WHERE ts.df > 0
 ),
 matches AS (
-    SELECT q.term, q.df, q.document_df, m.chunk_id, m.tf, m.document_id, m.chunk_length, m.document_length
+    SELECT q.language, q.term, q.df, q.document_df, m.chunk_id, m.tf, m.document_id, m.chunk_length,
+           m.document_length
     FROM query_terms q
     CROSS JOIN LATERAL (
         SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
         FROM pgrecall.postings p
         {filter_joins}
-        WHERE p.term = q.term AND {document_filter}
+        WHERE p.language = q.language AND p.term = q.term AND {document_filter}
         ORDER BY p.impact DESC, p.chunk_id
         LIMIT %(depth)s
     ) m
@@ -103,14 +112,15 @@ chunk_scores AS (
            sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
                * m.tf * (%(k1)s + 1)
                / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / s.chunk_length))) AS score
-    FROM matches m CROSS JOIN stats s
+    FROM matches m JOIN stats s ON s.language = m.language
     GROUP BY m.chunk_id, m.document_id
 ),
 document_terms AS (
-    -- document_length is the same on all of a document's postings.
-    SELECT document_id, term, max(document_df) AS document_df, sum(tf) AS tf, max(document_length) AS document_length
+    -- document_length is the same on all of a document's postings; a document has one language.
+    SELECT document_id, language, term, max(document_df) AS document_df, sum(tf) AS tf,
+           max(document_length) AS document_length
     FROM matches
-    GROUP BY document_id, term
+    GROUP BY document_id, language, term
 ),
 document_scores AS (
     SELECT t.document_id,
@@ -118,7 +128,7 @@ document_scores AS (
                * t.tf * (%(k1)s + 1)
                / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / s.document_length))) AS score
     FROM document_terms t
-    CROSS JOIN stats s
+    JOIN stats s ON s.language = t.language
     GROUP BY t.document_id
 ),
 best_chunks AS (
@@ -158,6 +168,19 @@ SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.t
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)
+
+-- candidate_languages --
+-- The language of each candidate chunk (0024), for fusion (pgrecall.api.fuse.language_weights).
+SELECT id AS chunk_id, language FROM pgrecall.chunks WHERE id = ANY(%(chunk_ids)s)
+
+-- index_languages --
+-- The languages the index holds documents of (0024): base rows plus deltas.
+SELECT language FROM (
+    SELECT language, document_count FROM pgrecall.corpus_stats
+    UNION ALL
+    SELECT language, document_count FROM pgrecall.corpus_stat_deltas
+) t
+GROUP BY language HAVING sum(document_count) > 0 ORDER BY language
 
 -- candidate_facts --
 -- What the ranking after fusion weighs (pgrecall.api.fuse.rerank): each candidate chunk's

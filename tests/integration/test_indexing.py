@@ -1,7 +1,13 @@
 """The write path end to end: real queue, real workers, real model, real PostgreSQL."""
 
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
-from tests.support.statistics import EFFECTIVE_CORPUS_STATS, assert_statistics_consistent, fold_statistics, rows
+from tests.support.statistics import (
+    EFFECTIVE_CORPUS_STATS,
+    FOLDED_CORPUS_STATS,
+    assert_statistics_consistent,
+    fold_statistics,
+    rows,
+)
 
 
 def test_folder_is_indexed_with_chunks_vectors_and_postings(index, db_url, tmp_path):
@@ -161,9 +167,9 @@ def test_deleting_an_export_removes_its_conversations(index, db_url, tmp_path):
     export.unlink()
     index(export.parent)
     assert rows(db_url, "SELECT count(*) FROM pgrecall.documents") == [(0,)]
-    assert rows(db_url, EFFECTIVE_CORPUS_STATS) == [(0, 0, 0)]
+    assert rows(db_url, EFFECTIVE_CORPUS_STATS) == []  # every language's totals back at zero
     fold_statistics(db_url)  # zero-count terms are pruned at the fold
-    assert rows(db_url, "SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats") == [(0, 0, 0)]
+    assert rows(db_url, FOLDED_CORPUS_STATS) == []
     assert rows(db_url, "SELECT count(*) FROM pgrecall.term_stats") == [(0,)]
 
 

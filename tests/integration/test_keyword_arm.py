@@ -21,7 +21,7 @@ from pgrecall import database
 from pgrecall.api import store as read_store
 from pgrecall.embedding import DIMENSIONS
 from pgrecall.migrate import bundled_migrations, migrate
-from pgrecall.worker import store
+from pgrecall.worker import statistics, store
 from pgrecall.worker.adapters import markdown
 from pgrecall.worker.chunk import chunk_sections
 from tests.support.statistics import rows
@@ -198,6 +198,7 @@ async def _write(url: str, notes: dict[str, str]) -> None:
                 info=None,
                 chunking="test",
                 embedding_space="keyword-arm-test",
+                language="english",  # as every index before 0024 was analysed
             )
         await store.remove(conn, root=ROOT, path="a/removed")
 
@@ -221,6 +222,7 @@ def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch) -> dic
     results = {}
     with monkeypatch.context() as patch:
         if sql is not None:
+            sql = sql.replace("%(config)s", "'english'")  # the one configuration of then (0024 passes none)
             for filtered in (False, True):
                 patch.setitem(read_store.Q, ("keyword_arm", filtered), read_store._expand(sql, filtered, "p.chunk_id"))
         with psycopg.connect(url) as conn:
@@ -265,9 +267,14 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         conn.execute("ALTER TABLE pgrecall.roots ADD COLUMN project text")
         conn.execute("ALTER TABLE pgrecall.chunks ADD COLUMN write_key text")
         conn.execute(LENGTH_STEP_FUNCTION)
+        # ... and of 0024 (languages), all english as the old schema's statistics are.
+        conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN language text")
+        for table in ("chunks", "postings", "term_stat_deltas", "corpus_stat_deltas"):
+            conn.execute(f"ALTER TABLE pgrecall.{table} ADD COLUMN language text NOT NULL DEFAULT 'english'")
     # An index written before 0014, by the write path of then.
     with monkeypatch.context() as patch:
         patch.setitem(store.Q, "insert_postings", OLD_INSERT_POSTINGS)
+        patch.setattr(statistics, "FOLD_EVERY", 10**9)  # the old schema's term_stats have no language to fold by
         patch.setattr(store, "_unchanged_rows", _no_rows_kept)  # it rewrote every row of an edit
         asyncio.run(_write(empty_db_url, _corpus(abstracts)))
         asyncio.run(_write(empty_db_url, _rewrites(abstracts)))
@@ -282,9 +289,12 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         conn.execute("ALTER TABLE pgrecall.roots DROP COLUMN project")
         conn.execute("ALTER TABLE pgrecall.chunks DROP COLUMN write_key")
         conn.execute("DROP FUNCTION pgrecall.document_length_step")
+        conn.execute("ALTER TABLE pgrecall.documents DROP COLUMN language")
+        for table in ("chunks", "postings", "term_stat_deltas", "corpus_stat_deltas"):
+            conn.execute(f"ALTER TABLE pgrecall.{table} DROP COLUMN language")
         through_0014 = [m for m in bundled_migrations() if m.name < "0015"]
         assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
-        migrate(conn)  # the later ones, which touch neither postings nor statistics
+        migrate(conn)  # the later ones: 0024 keys postings and statistics by language, all english here
     assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
     _assert_same(reference, _rankings(empty_db_url, queries, None, monkeypatch))
 
@@ -308,7 +318,7 @@ def test_a_terms_postings_come_from_the_index_alone(db_url):
             **read_store._filter_values(None),
             "query": "replication lag",
             "identifiers": [],
-            "config": "english",
+            "languages": None,
             "k1": 0.9,
             "b": 0.4,
             "depth": 1000,

@@ -44,7 +44,7 @@ def _search_params() -> dict:
         "limit": 10,
         "query": "bicycle",
         "identifiers": [],
-        "config": bm25.TEXT_SEARCH_CONFIG,
+        "languages": None,
         "k1": bm25.K1,
         "b": bm25.B,
         "depth": 100,

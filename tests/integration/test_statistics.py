@@ -158,9 +158,11 @@ def test_folding_changes_no_keyword_score_and_scores_equal_those_of_recounted_st
 
     with psycopg.connect(db_url) as conn:
         conn.execute("DELETE FROM pgrecall.term_stats")
-        conn.execute(f"INSERT INTO pgrecall.term_stats (term, df, document_df) {RECOUNTED_TERM_STATS}")
+        conn.execute(f"INSERT INTO pgrecall.term_stats (language, term, df, document_df) {RECOUNTED_TERM_STATS}")
+        conn.execute("DELETE FROM pgrecall.corpus_stats")
         conn.execute(
-            f"UPDATE pgrecall.corpus_stats SET (chunk_count, term_total, document_count) = ({RECOUNTED_CORPUS_STATS})"
+            "INSERT INTO pgrecall.corpus_stats (language, chunk_count, term_total, document_count)"
+            f" {RECOUNTED_CORPUS_STATS}"
         )
     assert keyword_results(db_url) == unfolded
 
@@ -181,7 +183,10 @@ def test_the_average_chunk_length_of_new_postings_counts_unfolded_deltas(db_url,
             await conn.close()
 
     asyncio.run(build())
-    chunks, terms, _ = rows(db_url, RECOUNTED_CORPUS_STATS)[0]
+    # The probe is english: its impacts assume the average length of english chunks (0024).
+    (chunks, terms, _) = [
+        counts for language, *counts in rows(db_url, RECOUNTED_CORPUS_STATS) if language == "english"
+    ][0]
     average = terms / chunks
     document, chunk_list, vectors = note("probe.md", "# Probe\n\nprobe probe probe words")
 
@@ -197,6 +202,7 @@ def test_the_average_chunk_length_of_new_postings_counts_unfolded_deltas(db_url,
                 info=None,
                 chunking="test",
                 embedding_space=SPACE,
+                language="english",
             )
         finally:
             await conn.close()
@@ -227,5 +233,7 @@ def test_a_writer_folds_every_fold_every_writes(db_url, monkeypatch):
     asyncio.run(build())
     # Folded after the third write; the fourth and fifth wait for the next fold.
     assert rows(db_url, "SELECT count(*) FROM pgrecall.corpus_stat_deltas") == [(2,)]
-    assert rows(db_url, "SELECT chunk_count > 0, document_count FROM pgrecall.corpus_stats") == [(True, 3)]
+    assert rows(
+        db_url, "SELECT chunk_count > 0, document_count FROM pgrecall.corpus_stats WHERE language = 'english'"
+    ) == [(True, 3)]
     assert_statistics_consistent(db_url)

@@ -17,21 +17,27 @@ def rows(url, query, params=()):
         return conn.execute(query, params).fetchall()
 
 
+# Per language (0024): a term's statistics, and the totals, count that language's chunks alone.
 EFFECTIVE_TERM_STATS = """
-    SELECT term, sum(df)::int, sum(document_df)::int
-    FROM (SELECT term, df, document_df FROM pgrecall.term_stats
-          UNION ALL SELECT term, df, document_df FROM pgrecall.term_stat_deltas) s
-    GROUP BY term HAVING sum(df) <> 0 OR sum(document_df) <> 0"""
+    SELECT language, term, sum(df)::int, sum(document_df)::int
+    FROM (SELECT language, term, df, document_df FROM pgrecall.term_stats
+          UNION ALL SELECT language, term, df, document_df FROM pgrecall.term_stat_deltas) s
+    GROUP BY language, term HAVING sum(df) <> 0 OR sum(document_df) <> 0"""
 EFFECTIVE_CORPUS_STATS = """
-    SELECT sum(chunk_count)::bigint, sum(term_total)::bigint, sum(document_count)::bigint
-    FROM (SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats
-          UNION ALL SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas) s"""
+    SELECT language, sum(chunk_count)::bigint, sum(term_total)::bigint, sum(document_count)::bigint
+    FROM (SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+          UNION ALL SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas) s
+    GROUP BY language HAVING sum(chunk_count) <> 0 OR sum(term_total) <> 0 OR sum(document_count) <> 0
+    ORDER BY language"""
 RECOUNTED_TERM_STATS = """
-    SELECT p.term, count(*)::int, count(DISTINCT c.document_id)::int
-    FROM pgrecall.postings p JOIN pgrecall.chunks c ON c.id = p.chunk_id GROUP BY p.term"""
-RECOUNTED_CORPUS_STATS = (
-    "SELECT count(*), coalesce(sum(term_count), 0), count(DISTINCT document_id) FROM pgrecall.chunks"
-)
+    SELECT p.language, p.term, count(*)::int, count(DISTINCT c.document_id)::int
+    FROM pgrecall.postings p JOIN pgrecall.chunks c ON c.id = p.chunk_id GROUP BY p.language, p.term"""
+RECOUNTED_CORPUS_STATS = """
+    SELECT language, count(*), coalesce(sum(term_count), 0), count(DISTINCT document_id)
+    FROM pgrecall.chunks GROUP BY language ORDER BY language"""
+FOLDED_CORPUS_STATS = """
+    SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+    WHERE (chunk_count, term_total, document_count) <> (0, 0, 0) ORDER BY language"""
 
 
 def fold_statistics(url):
@@ -49,16 +55,26 @@ def fold_statistics(url):
 def assert_statistics_consistent(url):
     """The maintained BM25 statistics (base rows plus deltas) equal what the postings and chunks say,
     and still do once the deltas are folded into the base rows, with no zero-count term left."""
-    recomputed = {t: (df, ddf) for t, df, ddf in rows(url, RECOUNTED_TERM_STATS)}
+    recomputed = {(lang, t): (df, ddf) for lang, t, df, ddf in rows(url, RECOUNTED_TERM_STATS)}
     recounted_corpus = rows(url, RECOUNTED_CORPUS_STATS)
-    assert {t: (df, ddf) for t, df, ddf in rows(url, EFFECTIVE_TERM_STATS)} == recomputed
+    assert {(lang, t): (df, ddf) for lang, t, df, ddf in rows(url, EFFECTIVE_TERM_STATS)} == recomputed
     assert rows(url, EFFECTIVE_CORPUS_STATS) == recounted_corpus
     fold_statistics(url)
     assert rows(url, "SELECT count(*) FROM pgrecall.term_stat_deltas") == [(0,)]
     assert rows(url, "SELECT count(*) FROM pgrecall.corpus_stat_deltas") == [(0,)]
-    maintained = {t: (df, ddf) for t, df, ddf in rows(url, "SELECT term, df, document_df FROM pgrecall.term_stats")}
+    maintained = {
+        (lang, t): (df, ddf)
+        for lang, t, df, ddf in rows(url, "SELECT language, term, df, document_df FROM pgrecall.term_stats")
+    }
     assert maintained == recomputed
-    assert rows(url, "SELECT chunk_count, term_total, document_count FROM pgrecall.corpus_stats") == recounted_corpus
+    assert rows(url, FOLDED_CORPUS_STATS) == recounted_corpus
+    # A chunk's postings and its document have its language.
+    assert rows(
+        url,
+        """SELECT count(*) FROM pgrecall.postings p JOIN pgrecall.chunks c ON c.id = p.chunk_id
+           JOIN pgrecall.documents d ON d.id = c.document_id
+           WHERE p.language <> c.language OR d.language IS DISTINCT FROM c.language""",
+    ) == [(0,)]
     assert (
         rows(
             url,
@@ -93,8 +109,9 @@ def note(path: str, text: str):
     return document, chunks, vectors
 
 
-async def write(conn, path: str, text: str, *, parent_id: int | None = None) -> int:
-    """Write `text` as the document at `path` (a conversation of the export `parent_id`, if given)."""
+async def write(conn, path: str, text: str, *, parent_id: int | None = None, language: str | None = None) -> int:
+    """Write `text` as the document at `path` (a conversation of the export `parent_id`, if given),
+    in `language` (a text search configuration), else in the one detected."""
     document, chunks, vectors = note(path, text)
     return await store.write_document(
         conn,
@@ -106,6 +123,7 @@ async def write(conn, path: str, text: str, *, parent_id: int | None = None) -> 
         chunking="test",
         embedding_space=SPACE,
         parent_id=parent_id,
+        language=language,
     )
 
 

