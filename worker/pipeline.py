@@ -31,7 +31,7 @@ import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
-from pgrecall.embedding import DIMENSIONS, Embedder, embedder_for
+from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
 from pgrecall.worker import adapters, archive, scan, store
@@ -454,7 +454,7 @@ class Indexer:
         fresh = await self.batcher.embed(  # in slices: other jobs' notes go between them
             [every[i].embedding_text for i in missing], [every[i].token_count for i in missing]
         )
-        vectors = np.zeros((len(every), DIMENSIONS), dtype=np.float32)
+        vectors = np.zeros((len(every), self.embedder.dimensions), dtype=np.float32)
         for i, vector in enumerate(reused):
             if vector is not None:
                 vectors[i] = vector

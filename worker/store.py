@@ -231,6 +231,9 @@ async def write_document(
     postings. The rows end as a from-scratch write leaves them but for ids and the kept
     postings' impacts (computed with the corpus' average length when they were written)."""
     async with conn.transaction():
+        space_id = None
+        if chunks:  # first in the transaction, before any lock on the chunks (0023)
+            space_id = await _embedding_space_id(conn, embedding_space, vectors)
         document_id = await _upsert(conn, root, document, len(chunks), info, parent_id, chunking, embedding_space)
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
@@ -247,14 +250,19 @@ async def write_document(
                     labels = (chunk.section_key or None, chunk.fresh_from)
                     await copy.write_row((*row, keyword_text, identifier_terms(keyword_text), *labels))
                     previous_heading = chunk.heading
-            kept = await _unchanged_rows(conn, document_id)
+            kept = await _unchanged_rows(conn, document_id, space_id)
         kept_ids = [row_id for row_id, _ in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
         if chunks:
             await _place_kept(conn, document_id, kept)
             if kept_ids:
                 await conn.execute(Q["label_kept_chunks"], {"document_id": document_id, "kept": kept_ids})
-            params = {"document_id": document_id, "config": bm25.TEXT_SEARCH_CONFIG, "kept_ordinals": list(kept)}
+            params = {
+                "document_id": document_id,
+                "config": bm25.TEXT_SEARCH_CONFIG,
+                "kept_ordinals": list(kept),
+                "embedding_space_id": space_id,
+            }
             await conn.execute(Q["insert_chunks"], params)
             await conn.execute(
                 Q["insert_postings"],
@@ -276,16 +284,28 @@ async def write_document(
     return document_id
 
 
-async def _unchanged_rows(conn: psycopg.AsyncConnection, document_id: int) -> dict[int, tuple[int, int]]:
+async def _embedding_space_id(conn: psycopg.AsyncConnection, space: str, vectors: np.ndarray) -> int:
+    """The id of the space of `vectors` (one row per chunk), the space and its HNSW index added
+    when it is new (migration 0023)."""
+    shape = np.shape(vectors)
+    if len(shape) != 2 or not shape[1]:
+        raise ValueError(f"vectors of shape {shape}: one row per chunk expected")
+    cursor = await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": int(shape[1])})
+    return (await cursor.fetchone())[0]
+
+
+async def _unchanged_rows(
+    conn: psycopg.AsyncConnection, document_id: int, space_id: int | None
+) -> dict[int, tuple[int, int]]:
     """new ordinal -> (id, old ordinal) of an old row equal in every computed column and its
-    vector to the staged chunk; chunks that repeat one another are paired in order."""
+    vector (and its space) to the staged chunk; chunks that repeat one another are paired in order."""
     cursor = await conn.execute(Q["chunk_keys"], {"document_id": document_id})
     old: dict[tuple, list[tuple[int, int]]] = {}
     for row_id, ordinal, *key in await cursor.fetchall():
         old.setdefault(tuple(key), []).append((row_id, ordinal))
     if not old:
         return {}
-    cursor = await conn.execute(Q["staged_keys"], {"config": bm25.TEXT_SEARCH_CONFIG})
+    cursor = await conn.execute(Q["staged_keys"], {"config": bm25.TEXT_SEARCH_CONFIG, "embedding_space_id": space_id})
     kept = {}
     for ordinal, *key in await cursor.fetchall():
         if rows := old.get(tuple(key)):

@@ -118,14 +118,14 @@ DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(
 -- chunk_keys --
 -- What decides whether a chunk's row can stay: every column a write computes from it,
 -- and its vector (of another space, or embedded again, it must go).
-SELECT id, ordinal, heading, text, token_count, fts::text AS fts, md5(embedding::text) AS vector
+SELECT id, ordinal, heading, text, token_count, fts::text AS fts, md5(embedding::text) AS vector, embedding_space_id
 FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
 
 -- staged_keys --
 -- The same of the new version's chunks, fts as insert_chunks computes it.
 SELECT ordinal, heading, text, token_count,
        (to_tsvector(%(config)s::regconfig, keyword_text) || array_to_tsvector(identifiers))::text AS fts,
-       md5(embedding::text) AS vector
+       md5(embedding::text) AS vector, %(embedding_space_id)s::integer AS embedding_space_id
 FROM staging_chunks ORDER BY ordinal
 
 -- park_moved_chunks --
@@ -154,13 +154,18 @@ FROM pgrecall.documents d
 WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
   AND p.document_length <> d.term_count
 
+-- embedding_space_id --
+-- The space's id, the space (and its HNSW index) added first when it is new (0023). The first
+-- statement of a write's transaction: see pgrecall.embedding_space_id.
+SELECT pgrecall.embedding_space_id(%(space)s, %(dimensions)s)
+
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     ordinal integer,
     heading text,
     text text,
     token_count integer,
-    embedding vector(384),
+    embedding vector,                    -- of any dimension: one space's per write (0023)
     keyword_text text,
     identifiers text[],
     section_key text,
@@ -173,8 +178,9 @@ FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
-    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from)
-SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
+    (document_id, ordinal, heading, text, token_count, embedding, embedding_space_id, fts, term_count,
+     section_key, fresh_from)
+SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, %(embedding_space_id)s, v.fts,
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l),
        s.section_key, s.fresh_from
 FROM staging_chunks s
