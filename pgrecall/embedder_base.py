@@ -7,6 +7,7 @@ pgrecall.embedding picks one by name.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import json
 import os
@@ -284,3 +285,32 @@ class LocalEmbedder(Embedder):
         # ("Already borrowed"), and the CPU is saturated by one pass anyway.
         with self._encode_lock:
             return self._embed(model, list(texts), prompt)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpaceName:
+    """An embedding space's name taken apart (LocalEmbedder.space writes it)."""
+
+    model: str  # the model folder's name (BUNDLED_NAME for the bundled model)
+    weights: str  # the first 12 hex digits of its weights' sha256
+    dimensions: int
+    backend: str
+    layout: str  # ModelLayout.signature: "" for mean pooling without prompts
+
+    def needs(self) -> str:
+        """What a process must be configured with to embed queries in this space."""
+        model = (
+            "the bundled model (PGRECALL_MODEL unset)"
+            if self.model == BUNDLED_NAME
+            else f"PGRECALL_MODEL=<the folder {self.model}, weights sha256 {self.weights}...>"
+        )
+        return f"{model}, PGRECALL_EMBED_BACKEND={self.backend}"
+
+
+def parse_space(space: str) -> SpaceName | None:
+    """The parts of a space's name; None for a name of another shape."""
+    model, found, rest = space.rpartition("@sha256:")
+    parts = rest.split("/", 3)
+    if not found or len(parts) < 3 or not parts[1].isdigit():
+        return None
+    return SpaceName(model, parts[0], int(parts[1]), parts[2], parts[3] if len(parts) > 3 else "")

@@ -157,7 +157,7 @@ WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
 -- embedding_space_id --
 -- The space's id, the space (and its HNSW index) added first when it is new (0023). The first
 -- statement of a write's transaction: see pgrecall.embedding_space_id.
-SELECT pgrecall.embedding_space_id(%(space)s, %(dimensions)s)
+SELECT pgrecall.embedding_space_id(%(space)s::text, %(dimensions)s::integer)
 
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
