@@ -206,6 +206,7 @@ class Indexer:
         self.max_export_bytes = max_export_bytes
         self.embedder = embedder
         self.embedding_space = embedder.space
+        self._space_added = False  # ensure_embedding_space done on this pool's database
         self.batcher = batcher
         self.on_outcome = on_outcome
         self.include_tool_results = include_tool_results  # PGRECALL_SESSION_TOOL_RESULTS
@@ -463,6 +464,9 @@ class Indexer:
         attempt.stage = "store"
         offset = 0
         async with self.pool.connection() as conn:
+            if every and not self._space_added:  # once per process, before any write of the space
+                await store.ensure_embedding_space(conn, self.embedding_space, self.embedder.dimensions)
+                self._space_added = True
             for document, chunks in zip(documents, chunked, strict=True):
                 await store.write_document(
                     conn,

@@ -284,9 +284,18 @@ async def write_document(
     return document_id
 
 
+async def ensure_embedding_space(conn: psycopg.AsyncConnection, space: str, dimensions: int) -> int:
+    """The id of `space`, added with its HNSW index in a transaction of its own when it is new
+    (on an idle connection). Writers call this before their first write: the CREATE INDEX then
+    waits only for writes already under way, and no write transaction holds its lock."""
+    async with conn.transaction():
+        cursor = await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": dimensions})
+        return (await cursor.fetchone())[0]
+
+
 async def _embedding_space_id(conn: psycopg.AsyncConnection, space: str, vectors: np.ndarray) -> int:
-    """The id of the space of `vectors` (one row per chunk), the space and its HNSW index added
-    when it is new (migration 0023)."""
+    """The id of the space of `vectors` (one row per chunk); a space nobody added before
+    (ensure_embedding_space) is added here, inside the write's transaction (migration 0023)."""
     shape = np.shape(vectors)
     if len(shape) != 2 or not shape[1]:
         raise ValueError(f"vectors of shape {shape}: one row per chunk expected")
