@@ -59,8 +59,11 @@ def test_an_index_of_384_dimensions_gets_one_hnsw_index_per_space_without_reembe
         _write_old_index(conn)
         conn.commit()
         before = _vectors(conn)
+        file_before = conn.execute("SELECT pg_relation_filenode('pgrecall.chunks')").fetchone()[0]
         conn.commit()  # migrate runs its own transaction
         assert migrate(conn) == ["0023_embedding_spaces.sql"]
+        # The column lost its typmod without the table being rewritten.
+        assert conn.execute("SELECT pg_relation_filenode('pgrecall.chunks')").fetchone()[0] == file_before
 
         assert _vectors(conn) == before  # every vector as it was
         spaces = dict(conn.execute("SELECT space, id FROM pgrecall.embedding_spaces").fetchall())
