@@ -72,6 +72,8 @@ def main() -> int:
             rng = np.random.default_rng(0)
             for space_id, width, size, load_s in spaces:
                 query = store.vector_arm_query("vector_arm", False, space_id, width)
+                # As a search sets them (pgrecall.api.store.ReadSession): ef_search is PGRECALL_EF_SEARCH.
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(max(settings.ef_search, 100)),))
                 conn.execute("SET hnsw.iterative_scan = relaxed_order")
                 timings, plan = [], []
                 for run in range(args.runs + 1):
@@ -98,6 +100,7 @@ def main() -> int:
                             "index_scan": next((line.strip() for line in plan if "Index Scan" in line), None),
                             "vector_arm_p50_ms": round(statistics.median(timings), 2),
                             "vector_arm_max_ms": round(max(timings), 2),
+                            "ef_search": max(settings.ef_search, 100),
                         }
                     )
                 )
