@@ -173,7 +173,7 @@ def _markdown(abstract: dict, shortened: bool = False) -> str:
     return f"# {abstract['title']}\n\n{text}\n"
 
 
-async def _no_rows_kept(conn, document_id: int) -> dict:
+async def _no_rows_kept(conn, document_id: int, space_id: int | None) -> dict:
     return {}
 
 
