@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from pgrecall import contract, database, status
-from pgrecall.api import enrich, reader, spaces, store
+from pgrecall.api import enrich, reader, store
 from pgrecall.api.fuse import (
     Facts,
     RankedList,
@@ -178,14 +178,14 @@ class Searcher:
         variants = [query]
         if request.enrich:
             variants = enrich.query_variants(query, self.embedder.word_pieces)
-        vectors = self.embedder.embed_batch(variants) if mode in ("hybrid", "vector") else None
+        vectors = self.embedder.embed_queries(variants) if mode in ("hybrid", "vector") else None
 
         lists: list[RankedList] = []
         with self.pool.connection() as conn, conn.transaction():
             session = store.ReadSession(conn, request.filters, ef_search=max(self.settings.ef_search, limit))
             space = None
             if vectors is not None:  # never compare vectors of two embedding spaces
-                space = spaces.vector_arm_space(session.embedding_spaces(), self.embedder.space)
+                space = session.query_space(self.embedder.space)
             # Keyword lists go first: fusion breaks exact ties by first appearance, so
             # lexical evidence wins them (E-4711 against its near-twin E-4712, which a
             # dense model cannot tell apart).
@@ -210,7 +210,7 @@ class Searcher:
                 boost = project_boost(fusion, self.settings.rrf_k)
                 fused = rerank(fused, facts, request.project, boost)
             fused = fused[:k]
-            rows = session.fetch([f.id for f in fused], vectors[0] if vectors is not None else None)
+            rows = session.fetch([f.id for f in fused], vectors[0] if vectors is not None else None, space)
         return [
             Hit(
                 chunk_id=row.chunk_id,

@@ -2,8 +2,9 @@
 
 A vector is only comparable with vectors of its own embedding space (model,
 weights, dimensions, backend, quantization: pgrecall.embedding.Embedder.space).
-The index records the space per document (migration 0012); while it is being
-embedded again (`pgrecall reembed`, a new PGRECALL_EMBED_BACKEND) it holds two.
+The index records the space per document (migration 0012) and per chunk, with one HNSW
+index per space (0023); while it is being embedded again (`pgrecall reembed`, a new
+PGRECALL_EMBED_BACKEND or PGRECALL_MODEL) it holds two.
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ def describe(space: str | None) -> str:
 
 
 def vector_arm_space(index_spaces: Collection[str | None], query_space: str) -> str | None:
-    """The space the vector arm must be restricted to, or None when every indexed vector is comparable.
+    """The space the vector arm searches: the query's, or None when the index holds no vectors.
 
-    Refuses (EmbeddingSpaceMismatch, one line naming both) when the index holds
-    vectors but none of the query's space: comparing them would rank noise.
+    Each space has an HNSW index of its own (migration 0023), so the vector arm reads the
+    query's space alone at the same speed however many other spaces the index holds (while
+    `pgrecall reembed` or a new PGRECALL_MODEL fills one). Refuses (EmbeddingSpaceMismatch,
+    one line naming both) when the index holds vectors but none of the query's space:
+    comparing them would rank noise.
     """
-    if not index_spaces or set(index_spaces) == {query_space}:
+    if not index_spaces:
         return None
     if query_space in index_spaces:
-        return query_space  # part of the index is being embedded again: search what is comparable
+        return query_space
     indexed = ", ".join(sorted(describe(space) for space in index_spaces))
     raise EmbeddingSpaceMismatch(
         f"the index's vectors are of embedding space {indexed}, but this search embeds queries as "

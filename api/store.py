@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import class_row, dict_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25, database, queries
+from pgrecall.api import spaces
 from pgrecall.contract import FILTER_FIELDS
 from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.terms import identifier_terms
@@ -46,6 +49,15 @@ Q = {
 }
 
 
+@functools.cache
+def vector_arm_query(name: str, filtered: bool, space_id: int, dimensions: int) -> sql.Composed:
+    """The vector arm (`name`: vector_arm or vector_arm_exact) of one embedding space: its id and width
+    are constants of the text, as its partial HNSW index's expression and predicate are (0023)."""
+    return sql.SQL(Q[(name, filtered)]).format(
+        space_id=sql.Literal(int(space_id)), dimensions=sql.Literal(int(dimensions))
+    )
+
+
 # The arms' hits are named tuples rather than dataclasses: fusion, the evaluation and
 # the benchmarks take them as (chunk id, score) pairs.
 class VectorHit(NamedTuple):
@@ -53,6 +65,13 @@ class VectorHit(NamedTuple):
 
     chunk_id: int
     similarity: float  # cosine similarity with the query vector
+
+
+class SpaceIndex(NamedTuple):
+    """An embedding space the index holds, as the vector arm addresses it (query embedding_space)."""
+
+    id: int
+    dimensions: int
 
 
 class KeywordHit(NamedTuple):
@@ -187,7 +206,6 @@ def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
 
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
     values: dict[str, Any] = {name: None for name in FILTER_FIELDS}
-    values["embedding_space"] = None  # set for the vector arm while the index holds two spaces
     for name, value in (filters or {}).items():
         values[name] = Jsonb(value) if name == "metadata" else value
     return values
@@ -208,15 +226,32 @@ class ReadSession:
         with self.conn.cursor(row_factory=scalar_row) as cursor:
             return cursor.execute(_RAW["embedding_spaces"]).fetchall()
 
+    def space_index(self, space: str) -> SpaceIndex | None:
+        """The id and width of `space`; None when the index never held it."""
+        with self.conn.cursor(row_factory=class_row(SpaceIndex)) as cursor:
+            return cursor.execute(_RAW["embedding_space"], {"space": space}).fetchone()
+
+    def query_space(self, space: str) -> SpaceIndex | None:
+        """The space a query embedded in `space` is compared with; None when the index holds no
+        vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces)."""
+        name = spaces.vector_arm_space(self.embedding_spaces(), space)
+        return self.space_index(name) if name is not None else None
+
     def vector_arm(
-        self, embedding: np.ndarray, limit: int, exact: bool = False, space: str | None = None
+        self, embedding: np.ndarray, limit: int, exact: bool = False, *, space: SpaceIndex | None
     ) -> list[VectorHit]:
-        """The nearest chunks, nearest first; only chunks of documents embedded in `space`
-        where it is given (api.spaces)."""
-        name = "vector_arm_exact" if exact else "vector_arm"
-        params = {**self.params, "embedding": embedding, "limit": limit, "embedding_space": space}
+        """The nearest chunks of `space`, nearest first, through its own HNSW index (or exactly);
+        none when `space` is None (the index holds no vectors)."""
+        if space is None:
+            return []
+        if len(embedding) != space.dimensions:
+            raise ValueError(f"a query vector of {len(embedding)} dimensions for a space of {space.dimensions}")
+        query = vector_arm_query(
+            "vector_arm_exact" if exact else "vector_arm", self.filtered, space.id, space.dimensions
+        )
+        params = {**self.params, "embedding": embedding, "limit": limit}
         with self.conn.cursor(row_factory=class_row(VectorHit)) as cursor:
-            return cursor.execute(Q[(name, self.filtered or space is not None)], params).fetchall()
+            return cursor.execute(query, params).fetchall()
 
     def keyword_arm(
         self, query: str, limit: int, depth: int, languages: Sequence[str] | None = None
@@ -236,9 +271,12 @@ class ReadSession:
         with self.conn.cursor(row_factory=class_row(KeywordHit)) as cursor:
             return cursor.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
 
-    def fetch(self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None) -> dict[int, ChunkRow]:
-        """chunk id -> its row, for the ids found, with its similarity to `embedding` where given."""
-        params = {"chunk_ids": list(chunk_ids), "embedding": embedding}
+    def fetch(
+        self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None, space: SpaceIndex | None = None
+    ) -> dict[int, ChunkRow]:
+        """chunk id -> its row, for the ids found, with its similarity to `embedding` (a vector of
+        `space`) where given, for the chunks of that space."""
+        params = {"chunk_ids": list(chunk_ids), "embedding": embedding, "space_id": space.id if space else None}
         with self.conn.cursor(row_factory=class_row(ChunkRow)) as cursor:
             rows = cursor.execute(_RAW["fetch_hits"], params).fetchall()
         return {row.chunk_id: row for row in rows}

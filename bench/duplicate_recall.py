@@ -20,9 +20,6 @@ from pgvector.psycopg import register_vector
 
 SOURCE = """SELECT c.id, regexp_replace(d.path, '^copy[0-9]+/', '')
 FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id WHERE c.id = ANY(%s)"""
-EXACT = "SELECT c.id FROM pgrecall.chunks c ORDER BY (c.embedding <=> %s) + 0, c.id LIMIT 10"
-APPROXIMATE = """SELECT id FROM (SELECT c.id, c.embedding <=> %s AS distance FROM pgrecall.chunks c
-ORDER BY c.embedding <=> %s LIMIT 10) nearest ORDER BY distance, id"""
 
 
 def main() -> int:
@@ -34,6 +31,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from pgrecall import database
+    from pgrecall.api import store
     from pgrecall.embedding import embedder_for
     from pgrecall.settings import load_settings
 
@@ -41,16 +39,24 @@ def main() -> int:
     url = psycopg.conninfo.make_conninfo(database.database_url(settings), dbname=args.database)
     with open(f"{args.dataset}/queries.jsonl", encoding="utf-8") as lines:
         queries = [json.loads(line)["text"] for line in lines][: args.queries]
-    vectors = embedder_for(settings).embed_batch(queries)
+    embedder = embedder_for(settings)
+    vectors = embedder.embed_queries(queries)
     with psycopg.connect(url) as conn:
         register_vector(conn)
+        # The search side's own vector arm, exact and through the query's space's HNSW index.
+        session = store.ReadSession(conn, None, ef_search=40)
+        space = session.query_space(embedder.space)
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
-        exact = [[row[0] for row in conn.execute(EXACT, (vector,))] for vector in vectors]
+
+        def nearest(vector, exact: bool = False) -> list[int]:
+            return [hit.chunk_id for hit in session.vector_arm(vector, 10, exact=exact, space=space)]
+
+        exact = [nearest(vector, exact=True) for vector in vectors]
         for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search),))
             chunk_recall, source_recall = [], []
             for vector, truth in zip(vectors, exact, strict=True):
-                found = [row[0] for row in conn.execute(APPROXIMATE, (vector, vector))]
+                found = nearest(vector)
                 source = dict(conn.execute(SOURCE, (found + truth,)).fetchall())
                 chunk_recall.append(len(set(found) & set(truth)) / len(truth))
                 wanted = {source[i] for i in truth}

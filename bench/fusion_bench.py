@@ -67,15 +67,16 @@ def main() -> int:
 
     embedder = embedder_for(settings)
     query_ids = list(dataset.queries)
-    vectors = embedder.embed_batch([dataset.queries[q] for q in query_ids])
+    vectors = embedder.embed_queries([dataset.queries[q] for q in query_ids])
     runs: dict[str, dict[str, dict[str, float]]] = {}
     with store.open_pool(url, max_size=1) as pool, pool.connection() as conn:
         for candidates in (100, 300):
             with conn.transaction():
                 session = store.ReadSession(conn, None, ef_search=max(settings.ef_search, candidates))
+                space = session.query_space(embedder.space)
                 for query_id, vector in zip(query_ids, vectors, strict=True):
                     keyword = [i for i, _ in session.keyword_arm(dataset.queries[query_id], candidates, depth=1000)]
-                    nearest = [i for i, _ in session.vector_arm(vector, candidates)]
+                    nearest = [i for i, _ in session.vector_arm(vector, candidates, space=space)]
                     runs.setdefault(f"chunks, {candidates} candidates", {})[query_id] = as_run(
                         documents(fuse([keyword, nearest]))
                     )

@@ -451,17 +451,18 @@ def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
     embedding_ms, vectors = [], []
     for query in queries:
         started = time.perf_counter()
-        vectors.append(searcher.embedder.embed_batch([query])[0])
+        vectors.append(searcher.embedder.embed_queries([query])[0])
         embedding_ms.append((time.perf_counter() - started) * 1000)
     keyword_ms, vector_ms = [], []
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=max(searcher.settings.ef_search, 100))
+        space = session.query_space(searcher.embedder.space)
         for query, vector in zip(queries, vectors, strict=True):
             started = time.perf_counter()
             session.keyword_arm(query, 100, 1000)
             keyword_ms.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            session.vector_arm(vector, 100)
+            session.vector_arm(vector, 100, space=space)
             vector_ms.append((time.perf_counter() - started) * 1000)
     return {
         "query_embedding": percentiles(embedding_ms),

@@ -7,6 +7,7 @@ pgrecall.embedding picks one by name.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import json
 import os
@@ -18,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
+from pgrecall.model_layout import ModelLayout, read_layout
 from pgrecall.settings import SETTINGS, default
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-DIMENSIONS = 384
+DIMENSIONS = 384  # the bundled model's; another model's vectors are as wide as its layout says
+MAX_DIMENSIONS = 2000  # pgvector's HNSW limit for `vector` (migration 0023's check)
 BACKENDS = ("torch", "onnx", "onnx-int8")
 BUNDLED_NAME = "all-MiniLM-L6-v2"
 
@@ -32,7 +35,7 @@ class Embedder(abc.ABC):
     """What the worker and the search side use of an embedding model."""
 
     backend: str  # one of BACKENDS: how the model runs
-    dimensions: int  # the width of each vector
+    dimensions: int  # the width of each vector (any: the index keeps one HNSW index per space)
     batch_size: int  # texts per forward pass
 
     @property
@@ -55,7 +58,12 @@ class Embedder(abc.ABC):
 
     @abc.abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+        """Unit-length float32 vectors of documents (chunks), one row per text, with the model's
+        document prompt."""
+
+    @abc.abstractmethod
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors of search queries, one row per text, with the model's query prompt."""
 
     @abc.abstractmethod
     def load(self) -> Embedder:
@@ -99,10 +107,9 @@ def read_config(path: Path) -> dict:
 
 class LocalEmbedder(Embedder):
     """A sentence-transformers model folder (all-MiniLM-L6-v2 or PGRECALL_MODEL) on the CPU, never
-    touching the network: its files, weights checksum, space label and tokenizer, the same for
-    every backend. A backend says how to load the model (`_load_model`) and run it (`_embed`)."""
-
-    dimensions = DIMENSIONS  # what the index stores; a model of another width is refused when it loads
+    touching the network: its files, weights checksum, layout (pooling, prompts, width: see
+    pgrecall.model_layout), space label and tokenizer, the same for every backend. A backend says
+    how to load the model (`_load_model`) and run it (`_embed`)."""
 
     def __init__(
         self,
@@ -142,26 +149,52 @@ class LocalEmbedder(Embedder):
         self._check_model_dir()
         return weights_sha256(self.model_path, self.cache_root)
 
+    @functools.cached_property
+    def layout(self) -> ModelLayout:
+        """Pooling, prompts and width, from the folder's sentence-transformers files."""
+        self._check_model_dir()
+        return read_layout(self.model_path)
+
+    @property
+    def dimensions(self) -> int:  # type: ignore[override]
+        return self.layout.dimensions
+
     @property
     def space(self) -> str:
         """The embedding space: vectors are comparable only within one space.
 
-        e.g. "all-MiniLM-L6-v2@sha256:53aa51172d14/384/onnx-int8"."""
-        return f"{self.model_name}@sha256:{self.weights_sha256[:12]}/{DIMENSIONS}/{self.backend}"
+        e.g. "all-MiniLM-L6-v2@sha256:53aa51172d14/384/onnx-int8"; a model with prompts or another
+        pooling than mean has them after the backend ("e5-small@sha256:.../384/onnx/prompts-1a2b3c4d")."""
+        space = f"{self.model_name}@sha256:{self.weights_sha256[:12]}/{self.dimensions}/{self.backend}"
+        return f"{space}/{self.layout.signature}" if self.layout.signature else space
 
     def _check_model_dir(self) -> None:
         if not (self.model_path / "config.json").exists():
             raise ModelUnavailable(f"no model found at {self.model_path}")
 
     def _check_dimensions(self, width: int) -> None:
-        if width != DIMENSIONS:
-            raise ModelUnavailable(f"model {self.model_path} gives {width} dimensions; the index stores {DIMENSIONS}")
+        """The loaded model's vectors are as wide as its files say (the space's name carries the width)."""
+        if width != self.dimensions:
+            raise ModelUnavailable(
+                f"model {self.model_path} gives {width} dimensions, but its configuration says {self.dimensions}"
+            )
+        if width > MAX_DIMENSIONS:
+            raise ModelUnavailable(
+                f"model {self.model_path} gives {width} dimensions; pgvector's HNSW index takes at most {MAX_DIMENSIONS}"
+            )
 
     # -- tokenizer -----------------------------------------------------------
 
     @functools.cached_property
     def max_tokens(self) -> int:
-        """Word pieces the model sees per text, special tokens included (as sentence-transformers decides)."""
+        """Word pieces a chunk may have, special tokens included: what the model sees per text (as
+        sentence-transformers decides) less the document prompt's word pieces, so that no chunk is cut."""
+        prompt = self.layout.document_prompt
+        return self.model_max_tokens - (self.count_tokens([prompt])[0] if prompt else 0)
+
+    @functools.cached_property
+    def model_max_tokens(self) -> int:
+        """Word pieces the model sees per text, prompt and special tokens included."""
         self._check_model_dir()
         configured = read_config(self.model_path / "sentence_bert_config.json").get("max_seq_length")
         if configured:
@@ -187,9 +220,9 @@ class LocalEmbedder(Embedder):
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
-        """The model's tokenizer as the model sees text: special tokens, truncated to max_tokens, no padding."""
+        """The model's tokenizer as the model sees text: special tokens, truncated to model_max_tokens, no padding."""
         tokenizer = self._load_tokenizer()
-        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="longest_first")
+        tokenizer.enable_truncation(max_length=self.model_max_tokens, strategy="longest_first")
         tokenizer.no_padding()
         return tokenizer
 
@@ -232,15 +265,52 @@ class LocalEmbedder(Embedder):
         """The backend's runnable model, loaded once (under a lock) at the first embed or load()."""
 
     @abc.abstractmethod
-    def _embed(self, model: Any, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors of texts (at least one), by the model _load_model returned."""
+    def _embed(self, model: Any, texts: list[str], prompt: str) -> np.ndarray:
+        """Unit-length float32 vectors of texts (at least one), each read after `prompt` (maybe ""),
+        by the model _load_model returned."""
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+        """Unit-length float32 vectors of documents, one row per text (the document prompt first)."""
+        return self._embed_with(texts, self.layout.document_prompt)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors of queries, one row per text (the query prompt first)."""
+        return self._embed_with(texts, self.layout.query_prompt)
+
+    def _embed_with(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._loaded_model()
         # One forward pass at a time: the Rust tokenizer refuses concurrent use
         # ("Already borrowed"), and the CPU is saturated by one pass anyway.
         with self._encode_lock:
-            return self._embed(model, list(texts))
+            return self._embed(model, list(texts), prompt)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpaceName:
+    """An embedding space's name taken apart (LocalEmbedder.space writes it)."""
+
+    model: str  # the model folder's name (BUNDLED_NAME for the bundled model)
+    weights: str  # the first 12 hex digits of its weights' sha256
+    dimensions: int
+    backend: str
+    layout: str  # ModelLayout.signature: "" for mean pooling without prompts
+
+    def needs(self) -> str:
+        """What a process must be configured with to embed queries in this space."""
+        model = (
+            "the bundled model (PGRECALL_MODEL unset)"
+            if self.model == BUNDLED_NAME
+            else f"PGRECALL_MODEL=<the folder {self.model}, weights sha256 {self.weights}...>"
+        )
+        return f"{model}, PGRECALL_EMBED_BACKEND={self.backend}"
+
+
+def parse_space(space: str) -> SpaceName | None:
+    """The parts of a space's name; None for a name of another shape."""
+    model, found, rest = space.rpartition("@sha256:")
+    parts = rest.split("/", 3)
+    if not found or len(parts) < 3 or not parts[1].isdigit():
+        return None
+    return SpaceName(model, parts[0], int(parts[1]), parts[2], parts[3] if len(parts) > 3 else "")

@@ -199,13 +199,14 @@ def ann_recall(searcher, queries: list[str], k: int = 10) -> float:
     """Mean overlap of the HNSW arm's top k chunks with exact search's top k."""
     from pgrecall.api import store
 
-    vectors = searcher.embedder.embed_batch(queries)
+    vectors = searcher.embedder.embed_queries(queries)
     overlaps = []
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
+        space = session.query_space(searcher.embedder.space)
         for vector in vectors:
-            approximate = [chunk_id for chunk_id, _ in session.vector_arm(vector, k)]
-            exact = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True)]
+            approximate = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, space=space)]
+            exact = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True, space=space)]
             overlaps.append(len(set(approximate) & set(exact)) / k)
     return round(statistics.fmean(overlaps), 4)
 

@@ -5,3 +5,6 @@ MIGRATION_LOCK_KEY = 0x70677263  # "pgrc"
 # Held while a root is registered: two processes registering the same root at once (four memory
 # services starting together) would otherwise race on pgrecall.roots' second unique key, the path.
 ROOTS_LOCK_KEY = 0x70677274  # "pgrt"
+# Held while a new embedding space gets its row and its HNSW index (pgrecall.embedding_space_id,
+# migration 0023, which spells the number out: a migration cannot import it).
+EMBEDDING_SPACES_LOCK_KEY = 0x70677273  # "pgrs"

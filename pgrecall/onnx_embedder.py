@@ -10,12 +10,14 @@ import os
 
 import numpy as np
 
-from pgrecall.embedder_base import DIMENSIONS, LocalEmbedder, read_config
+from pgrecall.embedder_base import LocalEmbedder
 from pgrecall.errors import ModelUnavailable
+from pgrecall.model_layout import pool
 
 
 class OnnxEmbedder(LocalEmbedder):
-    """onnxruntime on the fp32 export (model.onnx); sentence-transformers' mean pooling and normalisation."""
+    """onnxruntime on the fp32 export (model.onnx); the model's own pooling (pgrecall.model_layout),
+    then unit length."""
 
     backend = "onnx"  # also names the file to run: pgrecall.onnx_model.FILES[backend]
 
@@ -27,9 +29,9 @@ class OnnxEmbedder(LocalEmbedder):
             raise ModelUnavailable(f"the {self.backend} backend needs the onnxruntime package") from None
         from pgrecall.onnx_model import OnnxCache
 
-        pooling = read_config(self.model_path / "1_Pooling" / "config.json")
-        if pooling and not pooling.get("pooling_mode_mean_tokens"):
-            raise ModelUnavailable(f"the {self.backend} backend supports mean pooling only ({self.model_path})")
+        refusal = self.layout.onnx_refusal()
+        if refusal:
+            raise ModelUnavailable(f"the {self.backend} backend cannot run {self.model_path}: {refusal}; use torch")
         cache = OnnxCache(self.model_path, self.cache_root, self.model_name, self.weights_sha256)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = _cpu_count()
@@ -50,11 +52,16 @@ class OnnxEmbedder(LocalEmbedder):
         self._check_dimensions(session.get_outputs()[0].shape[-1])
         return session
 
-    def _embed(self, session, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
+    def _embed(self, session, texts: list[str], prompt: str) -> np.ndarray:
+        # As sentence-transformers: the prompt is prepended to the text, and where the pooling
+        # leaves it out (include_prompt false), its tokens but the last special one are masked there.
+        encodings = self.tokenizer.encode_batch([prompt + text for text in texts] if prompt else texts)
+        layout = self.layout
+        prompt_length = len(self.tokenizer.encode(prompt).ids) - 1 if prompt and not layout.include_prompt else 0
+        inputs = {node.name for node in session.get_inputs()}  # token_type_ids only for models that take it
         lengths = np.array([len(encoding.ids) for encoding in encodings])
         order = np.argsort(-lengths, kind="stable")  # longest first, as sentence-transformers: little padding
-        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
             width = int(lengths[rows].max())
@@ -67,10 +74,12 @@ class OnnxEmbedder(LocalEmbedder):
                 ids[row, :size] = encoding.ids
                 mask[row, :size] = 1
                 types[row, :size] = encoding.type_ids
-            (hidden,) = session.run(
-                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            )
-            vectors[rows] = mean_pool_normalise(hidden, mask)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            (hidden,) = session.run(["last_hidden_state"], {name: feeds[name] for name in inputs})
+            if prompt_length:
+                mask = mask.copy()
+                mask[:, :prompt_length] = 0
+            vectors[rows] = pool(hidden, mask, layout.pooling[0])
         return vectors
 
 
@@ -78,15 +87,6 @@ class OnnxInt8Embedder(OnnxEmbedder):
     """onnxruntime on the dynamically quantized int8 export (model-int8.onnx): the default, fastest on a CPU."""
 
     backend = "onnx-int8"
-
-
-def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """sentence-transformers' Pooling(mean) then Normalize: mean over real tokens, unit length."""
-    weights = mask[..., None].astype(np.float32)
-    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
-    pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def _cpu_count() -> int:

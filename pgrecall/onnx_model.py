@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import os
 import time
@@ -26,7 +27,7 @@ from pgrecall.errors import ModelUnavailable
 log = structlog.get_logger(__name__)
 
 OPSET = 17
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")  # those the model takes, in this order
 OUTPUT = "last_hidden_state"
 # per_channel=True: per-text cosine to torch min 0.989 / mean 0.994 on SciFact text,
 # against 0.917 / 0.948 per tensor; reduce_range=True lowers it (0.70 per tensor,
@@ -177,7 +178,9 @@ class OnnxCache:
 
 
 def export(model_dir: Path, target: Path) -> None:
-    """The transformer (no pooling) as ONNX: dynamic batch and sequence axes."""
+    """The transformer (no pooling: pgrecall.model_layout does that) as ONNX, dynamic batch and
+    sequence axes, with the inputs of INPUTS its forward takes (token_type_ids only where the
+    architecture has them: BERT and XLM-R do, DistilBERT and MPNet do not)."""
     try:
         import torch
         from transformers import AutoModel
@@ -185,28 +188,32 @@ def export(model_dir: Path, target: Path) -> None:
     except ImportError:
         raise ModelUnavailable("exporting the model to ONNX needs torch and transformers") from None
 
+    transformers_logging.disable_progress_bar()
+    # eager attention: the graph onnxruntime's BERT fusions recognise (and int8 runs ~3x faster on it)
+    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
+    accepted = inspect.signature(model.forward).parameters
+    names = [name for name in INPUTS if name in accepted]
+    if names[:2] != ["input_ids", "attention_mask"]:
+        raise ModelUnavailable(f"cannot export {model_dir} to ONNX: its model takes no input_ids and attention_mask")
+
     class LastHiddenState(torch.nn.Module):
         def __init__(self, model):
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+        def forward(self, *tensors):
+            return self.model(**dict(zip(names, tensors, strict=True))).last_hidden_state
 
-    transformers_logging.disable_progress_bar()
-    # eager attention: the graph onnxruntime's BERT fusions recognise (and int8 runs ~3x faster on it)
-    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
     example = torch.ones((2, 16), dtype=torch.int64)
-    axes = {name: {0: "batch", 1: "sequence"} for name in (*INPUTS, OUTPUT)}
+    examples = tuple(torch.zeros_like(example) if name == "token_type_ids" else example for name in names)
+    axes = {name: {0: "batch", 1: "sequence"} for name in (*names, OUTPUT)}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer and deprecation chatter; the result is checked by loading it
         torch.onnx.export(
             LastHiddenState(model),
-            (example, example, torch.zeros_like(example)),
+            examples,
             str(target),
-            input_names=list(INPUTS),
+            input_names=names,
             output_names=[OUTPUT],
             dynamic_axes=axes,
             opset_version=OPSET,

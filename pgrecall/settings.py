@@ -110,7 +110,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "model",
         "PGRECALL_MODEL",
-        "local sentence-transformers model directory",
+        "local sentence-transformers model directory, any width (its own prompts and pooling)",
         shown="the bundled all-MiniLM-L6-v2",
     ),
     Setting(

@@ -142,3 +142,10 @@ def redactions(conn: psycopg.Connection) -> dict[str, Any]:
 def embedding_spaces(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Per embedding space of the indexed vectors: space (None: not recorded), documents, chunks."""
     return _rows(conn, "embedding_spaces")
+
+
+def models(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Per embedding space the index holds (`pgrecall models`): id, space, dimensions, created_at,
+    documents, chunks, hnsw_index, hnsw_bytes; a last row with id None for documents whose space
+    was never recorded."""
+    return _rows(conn, "models")

@@ -1,4 +1,5 @@
-"""The torch backend: the model folder run by sentence-transformers, as it was trained."""
+"""The torch backend: the model folder run by sentence-transformers, as it was trained (its own
+pooling, Dense and Normalize modules; the prompts pgrecall.model_layout reads from its configuration)."""
 
 from __future__ import annotations
 
@@ -37,9 +38,12 @@ class TorchEmbedder(LocalEmbedder):
         # An older model folder: the fast tokenizer transformers builds from its vocabulary files.
         return Tokenizer.from_str(self._loaded_model().tokenizer.backend_tokenizer.to_str())
 
-    def _embed(self, model: SentenceTransformer, texts: list[str]) -> np.ndarray:
+    def _embed(self, model: SentenceTransformer, texts: list[str], prompt: str) -> np.ndarray:
+        # prompt="" (not None) also keeps sentence-transformers from adding a default prompt of
+        # its own: pgrecall.model_layout already chose the prompt from the folder's configuration.
         vectors = model.encode(
             texts,
+            prompt=prompt,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,

@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
 from pgrecall import languages as language_names
-from pgrecall.embedding import DIMENSIONS, Embedder, embedder_for
+from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
 from pgrecall.worker import adapters, archive, language, scan, store
@@ -210,6 +210,7 @@ class Indexer:
         self.max_export_bytes = max_export_bytes
         self.embedder = embedder
         self.embedding_space = embedder.space
+        self._space_added = False  # ensure_embedding_space done on this pool's database
         self.batcher = batcher
         self.on_outcome = on_outcome
         self.include_tool_results = include_tool_results  # PGRECALL_SESSION_TOOL_RESULTS
@@ -458,7 +459,7 @@ class Indexer:
         fresh = await self.batcher.embed(  # in slices: other jobs' notes go between them
             [every[i].embedding_text for i in missing], [every[i].token_count for i in missing]
         )
-        vectors = np.zeros((len(every), DIMENSIONS), dtype=np.float32)
+        vectors = np.zeros((len(every), self.embedder.dimensions), dtype=np.float32)
         for i, vector in enumerate(reused):
             if vector is not None:
                 vectors[i] = vector
@@ -467,6 +468,9 @@ class Indexer:
         attempt.stage = "store"
         offset = 0
         async with self.pool.connection() as conn:
+            if every and not self._space_added:  # once per process, before any write of the space
+                await store.ensure_embedding_space(conn, self.embedding_space, self.embedder.dimensions)
+                self._space_added = True
             for document, chunks in zip(documents, chunked, strict=True):
                 await store.write_document(
                     conn,

@@ -241,13 +241,16 @@ async def write_document(
     if language is None:
         language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
+        space_id = None
+        if chunks:  # first in the transaction, before any lock on the chunks (0023)
+            space_id = await _embedding_space_id(conn, embedding_space, vectors)
         document_id = await _upsert(
             conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None
         )
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
         # ours alone), so this later statement reads the chunks no other writer can change.
         before = await _statistics_of(conn, [document_id])
-        rows = _rows_to_write(chunks, vectors, language)
+        rows = _rows_to_write(chunks, vectors, language, space_id)
         old = await _chunk_keys(conn, document_id) if chunks else []
         kept = _unchanged_rows(old, rows)  # new ordinal -> the old row it keeps
         kept_ids = [row.id for row in kept.values()]
@@ -258,7 +261,9 @@ async def write_document(
             new_rows = [row for row in rows if row.chunk.ordinal not in kept]
             if new_rows:
                 await _stage(conn, new_rows)
-                await conn.execute(Q["insert_chunks"], {"document_id": document_id, "config": language})
+                await conn.execute(
+                    Q["insert_chunks"], {"document_id": document_id, "config": language, "embedding_space_id": space_id}
+                )
                 await conn.execute(
                     Q["insert_postings"],
                     {
@@ -282,17 +287,37 @@ async def write_document(
     return document_id
 
 
+async def ensure_embedding_space(conn: psycopg.AsyncConnection, space: str, dimensions: int) -> int:
+    """The id of `space`, added with its HNSW index in a transaction of its own when it is new
+    (on an idle connection). Writers call this before their first write: the CREATE INDEX then
+    waits only for writes already under way, and no write transaction holds its lock."""
+    async with conn.transaction():
+        cursor = await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": dimensions})
+        return (await cursor.fetchone())[0]
+
+
+async def _embedding_space_id(conn: psycopg.AsyncConnection, space: str, vectors: np.ndarray) -> int:
+    """The id of the space of `vectors` (one row per chunk); a space nobody added before
+    (ensure_embedding_space) is added here, inside the write's transaction (migration 0023)."""
+    shape = np.shape(vectors)
+    if len(shape) != 2 or not shape[1]:
+        raise ValueError(f"vectors of shape {shape}: one row per chunk expected")
+    cursor = await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": int(shape[1])})
+    return (await cursor.fetchone())[0]
+
+
 # Bumped whenever what a write derives from a chunk's text changes (identifier terms, keyword
 # text): rows written before then no longer match and are written again.
 WRITE_KEY_VERSION = 1
 
 
-def write_key(config: str, chunk: Chunk, keyword_text: str, vector: np.ndarray) -> str:
+def write_key(config: str, space_id: int | None, chunk: Chunk, keyword_text: str, vector: np.ndarray) -> str:
     """A digest of everything a chunk's row is computed from (its lexemes from keyword_text under
-    `config`, its identifier terms from keyword_text): rows of equal keys are equal in every column
-    but their position and section labels."""
+    `config`, its identifier terms from keyword_text, its vector of embedding space `space_id`):
+    rows of equal keys are equal in every column but their position and section labels."""
     digest = hashlib.blake2b(digest_size=20)
-    for part in (str(WRITE_KEY_VERSION), config, chunk.heading, chunk.text, str(chunk.token_count), keyword_text):
+    parts = (str(WRITE_KEY_VERSION), config, str(space_id), chunk.heading, chunk.text, str(chunk.token_count))
+    for part in (*parts, keyword_text):
         data = part.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
@@ -319,12 +344,12 @@ class ChunkKey:
     fresh_from: int | None
 
 
-def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str) -> list[RowToWrite]:
+def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str, space_id: int | None) -> list[RowToWrite]:
     rows = []
     previous_heading = None
     for chunk, vector in zip(chunks, vectors, strict=True):
         keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
-        rows.append(RowToWrite(chunk, vector, keyword_text, write_key(config, chunk, keyword_text, vector)))
+        rows.append(RowToWrite(chunk, vector, keyword_text, write_key(config, space_id, chunk, keyword_text, vector)))
         previous_heading = chunk.heading
     return rows
 

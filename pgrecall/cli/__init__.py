@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   pgrecall remember "Deploys go out on Tuesdays: Friday deploys broke on-call twice." --tag ops
   pgrecall memories --tag ops                  the memories tagged ops, newest first
   pgrecall status --json
+  pgrecall models                              the embedding spaces in the index, the model each needs
 """
 
 # The command modules (pgrecall.cli.<name>), in the order `pgrecall --help` lists them, with the
@@ -41,6 +42,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "sources": ("sources",),
     "servers": ("api", "mcp"),
     "status": ("status", "failures"),
+    "models": ("models",),
     "db": ("db", "migrate"),
     "setup": ("setup",),
     "evaluate": ("eval",),

@@ -95,7 +95,7 @@ def mcp_parts(settings: Settings, read_only: bool) -> tuple[Startup[Searcher], S
     def load_model() -> None:
         from pgrecall.embedding import embedder_for
 
-        embedder_for(settings).embed_batch(["pgrecall"])  # the Searcher's own
+        embedder_for(settings).embed_queries(["pgrecall"])  # the Searcher's own
 
     memories = None if read_only else memory_startup(settings)
 

@@ -151,13 +151,18 @@ FROM pgrecall.documents d
 WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
   AND p.document_length <> pgrecall.document_length_step(d.term_count)
 
+-- embedding_space_id --
+-- The space's id, the space (and its HNSW index) added first when it is new (0023). The first
+-- statement of a write's transaction: see pgrecall.embedding_space_id.
+SELECT pgrecall.embedding_space_id(%(space)s::text, %(dimensions)s::integer)
+
 -- create_staging --
 CREATE TEMPORARY TABLE IF NOT EXISTS staging_chunks (
     ordinal integer,
     heading text,
     text text,
     token_count integer,
-    embedding vector(384),
+    embedding vector,                    -- of any dimension: one space's per write (0023)
     keyword_text text,
     identifiers text[],
     section_key text,
@@ -171,9 +176,9 @@ FROM STDIN (FORMAT BINARY)
 
 -- insert_chunks --
 INSERT INTO pgrecall.chunks
-    (document_id, ordinal, heading, text, token_count, embedding, fts, term_count, section_key, fresh_from,
-     write_key, language)
-SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, v.fts,
+    (document_id, ordinal, heading, text, token_count, embedding, embedding_space_id, fts, term_count,
+     section_key, fresh_from, write_key, language)
+SELECT %(document_id)s, s.ordinal, s.heading, s.text, s.token_count, s.embedding, %(embedding_space_id)s, v.fts,
        (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0) FROM unnest(v.fts) l),
        s.section_key, s.fresh_from, s.write_key, %(config)s
 FROM staging_chunks s

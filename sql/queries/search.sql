@@ -17,29 +17,32 @@ AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
 AND (%(project)s::text IS NULL OR d.project = %(project)s)
 AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
 AND (%(before)s::timestamptz IS NULL OR d.occurred_at < %(before)s)
-AND (%(embedding_space)s::text IS NULL OR d.embedding_space = %(embedding_space)s)
 
 -- vector_arm --
--- Each nearest chunk with its cosine similarity (1 - cosine distance), nearest first.
+-- Each nearest chunk of one embedding space with its cosine similarity (1 - cosine distance),
+-- nearest first. {dimensions} and {space_id} are the space's (pgrecall.embedding_spaces), written
+-- into the text as constants: the ORDER BY expression and the predicate are those of the space's
+-- partial HNSW index (0023), so the planner can prove that index usable, which it cannot for a
+-- parameter of a generic plan. Chunks of other spaces are never read.
 -- pgvector 0.8's iterative scan keeps reading the HNSW graph until enough rows
 -- pass the filter; relaxed order is re-sorted by the outer query.
 WITH nearest AS MATERIALIZED (
-    SELECT c.id, c.embedding <=> %(embedding)s AS distance
+    SELECT c.id, c.embedding::vector({dimensions}) <=> %(embedding)s AS distance
     FROM pgrecall.chunks c
     {filter_joins}
-    WHERE {document_filter}
-    ORDER BY c.embedding <=> %(embedding)s
+    WHERE c.embedding_space_id = {space_id} AND {document_filter}
+    ORDER BY c.embedding::vector({dimensions}) <=> %(embedding)s
     LIMIT %(limit)s
 )
 SELECT id AS chunk_id, 1 - distance AS similarity FROM nearest ORDER BY distance, id
 
 -- vector_arm_exact --
 -- The same ranking without the approximate index: the yardstick for its recall.
-SELECT c.id AS chunk_id, 1 - (c.embedding <=> %(embedding)s) AS similarity
+SELECT c.id AS chunk_id, 1 - (c.embedding::vector({dimensions}) <=> %(embedding)s) AS similarity
 FROM pgrecall.chunks c
 {filter_joins}
-WHERE {document_filter}
-ORDER BY (c.embedding <=> %(embedding)s) + 0, c.id
+WHERE c.embedding_space_id = {space_id} AND {document_filter}
+ORDER BY (c.embedding::vector({dimensions}) <=> %(embedding)s) + 0, c.id
 LIMIT %(limit)s
 
 -- keyword_arm --
@@ -160,11 +163,18 @@ SELECT space FROM spaces
 UNION ALL
 SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0 AND embedding_space IS NULL)
 
+-- embedding_space --
+-- The id and width of one embedding space (0023); no row for a space the index never held.
+SELECT id, dimensions FROM pgrecall.embedding_spaces WHERE space = %(space)s
+
 -- fetch_hits --
 -- similarity: with the query's vector (NULL when it was not embedded: keyword mode).
 SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
        d.metadata, d.mtime, d.project, d.occurred_at,
-       (1 - (c.embedding <=> %(embedding)s::vector))::float8 AS similarity
+       -- Of a chunk of the query's space only: another space's vectors are not comparable (nor,
+       -- of another width, computable).
+       CASE WHEN c.embedding_space_id = %(space_id)s
+            THEN (1 - (c.embedding <=> %(embedding)s::vector))::float8 END AS similarity
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)

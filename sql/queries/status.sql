@@ -96,3 +96,23 @@ FROM pgrecall.documents d
 CROSS JOIN LATERAL jsonb_each_text(d.redactions) r
 GROUP BY r.key
 ORDER BY r.key
+
+-- models --
+-- Each embedding space of the index (0023), with its documents and chunks and its own HNSW
+-- index (chunks_embedding_space_<id>; NULL if it is missing), oldest first; then the documents
+-- whose space was never recorded (before 0012), which no index covers.
+SELECT s.id, s.space, s.dimensions, s.created_at,
+       coalesce(d.documents, 0)::bigint AS documents, coalesce(d.chunks, 0)::bigint AS chunks,
+       i.relname::text AS hnsw_index, pg_relation_size(i.oid)::bigint AS hnsw_bytes
+FROM pgrecall.embedding_spaces s
+LEFT JOIN (
+    SELECT embedding_space, count(*) AS documents, sum(chunk_count) AS chunks
+    FROM pgrecall.documents WHERE chunk_count > 0 GROUP BY embedding_space
+) d ON d.embedding_space = s.space
+LEFT JOIN pg_class i ON i.relname = 'chunks_embedding_space_' || s.id AND i.relnamespace = 'pgrecall'::regnamespace
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, count(*)::bigint, sum(chunk_count)::bigint, NULL, NULL
+FROM pgrecall.documents
+WHERE chunk_count > 0 AND embedding_space IS NULL
+HAVING count(*) > 0
+ORDER BY 1 NULLS LAST

@@ -34,6 +34,20 @@ def execute(url: str, query: str, params=()) -> None:
         conn.execute(query, params)
 
 
+def move_to_space(url: str, paths: list[str], space: str) -> None:
+    """The documents at `paths` and their chunks as if embedded in `space` (of 384 dimensions),
+    that space added (with its HNSW index) as a writer adds it."""
+    with psycopg.connect(url) as conn:
+        space_id = conn.execute("SELECT pgrecall.embedding_space_id(%s, 384)", (space,)).fetchone()[0]
+        conn.commit()
+        conn.execute("UPDATE pgrecall.documents SET embedding_space = %s WHERE path = ANY(%s)", (space, paths))
+        conn.execute(
+            """UPDATE pgrecall.chunks SET embedding_space_id = %s
+               WHERE document_id IN (SELECT id FROM pgrecall.documents WHERE path = ANY(%s))""",
+            (space_id, paths),
+        )
+
+
 def spaces_of(url: str) -> dict[str, str | None]:
     return dict(rows(url, "SELECT path, embedding_space FROM pgrecall.documents WHERE chunk_count > 0"))
 
@@ -78,7 +92,7 @@ def test_a_search_in_another_space_refuses_naming_both(index, db_url, searcher, 
 def test_while_two_spaces_are_indexed_the_vector_arm_searches_only_its_own(index, db_url, searcher, tmp_path):
     index(write_notes(tmp_path / "notes", NOTES))
     others = ["notes/kettle.md", "incidents/e4711.md", "notes/garden.md"]
-    execute(db_url, "UPDATE pgrecall.documents SET embedding_space = %s WHERE path = ANY(%s)", (OTHER, others))
+    move_to_space(db_url, others, OTHER)
 
     vector_hits = searcher.search("descale the kettle with citric acid", k=10, mode="vector")
     assert vector_hits, "the documents of the query's own space are still searched"

@@ -271,6 +271,13 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         conn.execute("ALTER TABLE pgrecall.documents ADD COLUMN language text")
         for table in ("chunks", "postings", "term_stat_deltas", "corpus_stat_deltas"):
             conn.execute(f"ALTER TABLE pgrecall.{table} ADD COLUMN language text NOT NULL DEFAULT 'english'")
+        # and 0023's space of each chunk, which it asks pgrecall.embedding_space_id for (a stand-in
+        # here: 0023 fills the column from the documents' spaces).
+        conn.execute("ALTER TABLE pgrecall.chunks ADD COLUMN embedding_space_id integer")
+        conn.execute(
+            "CREATE FUNCTION pgrecall.embedding_space_id(text, integer) RETURNS integer"
+            " LANGUAGE sql AS 'SELECT NULL::integer'"
+        )
     # An index written before 0014, by the write path of then.
     with monkeypatch.context() as patch:
         patch.setitem(store.Q, "insert_postings", OLD_INSERT_POSTINGS)
@@ -281,7 +288,7 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
 
     with database.connect(empty_db_url) as conn:
-        # 0016, 0020, 0021 and 0022 add them for real.
+        # 0016, 0020, 0021, 0022, 0023 and 0024 add them for real.
         conn.execute(
             "ALTER TABLE pgrecall.documents DROP COLUMN redactions, DROP COLUMN project, DROP COLUMN occurred_at"
         )
@@ -292,6 +299,8 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         conn.execute("ALTER TABLE pgrecall.documents DROP COLUMN language")
         for table in ("chunks", "postings", "term_stat_deltas", "corpus_stat_deltas"):
             conn.execute(f"ALTER TABLE pgrecall.{table} DROP COLUMN language")
+        conn.execute("ALTER TABLE pgrecall.chunks DROP COLUMN embedding_space_id")
+        conn.execute("DROP FUNCTION pgrecall.embedding_space_id(text, integer)")
         through_0014 = [m for m in bundled_migrations() if m.name < "0015"]
         assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
         migrate(conn)  # the later ones: 0024 keys postings and statistics by language, all english here

@@ -60,11 +60,12 @@ TYPED_QUERIES = [
     ("file_states", WRITE["file_states"], store.FileState, {"root": "/r", "space": SPACE}),
     ("chunk_write_keys", WRITE["chunk_write_keys"], store.ChunkKey, {"document_id": 1}),
     ("service_status", SERVICE["service_status"], service.ServiceStatus, {"queue": QUEUE}),
-    ("fetch_hits", SEARCH["fetch_hits"], read_store.ChunkRow, {"chunk_ids": [1], "embedding": None}),
+    ("fetch_hits", SEARCH["fetch_hits"], read_store.ChunkRow, {"chunk_ids": [1], "embedding": None, "space_id": None}),
+    ("embedding_space", SEARCH["embedding_space"], read_store.SpaceIndex, {"space": SPACE}),
     *(
         (
             f"{name}{' filtered' if filtered else ''}",
-            text,
+            text if name == "keyword_arm" else read_store.vector_arm_query(name, filtered, 1, DIMENSIONS),
             read_store.KeywordHit if name == "keyword_arm" else read_store.VectorHit,
             None,
         )
@@ -214,7 +215,7 @@ def test_the_search_sides_records_carry_each_value_under_its_name(db_url):
     with database.connect(db_url) as conn:
         chunk_ids = dict(conn.execute("SELECT document_id, id FROM pgrecall.chunks").fetchall())
         session = read_store.ReadSession(conn, None, ef_search=40)
-        nearest = session.vector_arm(_unit(0), 10, exact=True)
+        nearest = session.vector_arm(_unit(0), 10, exact=True, space=session.query_space(SPACE))
         keyword = session.keyword_arm("bicycle", 10, 100)
         rows = session.fetch(list(chunk_ids.values()))
         spaces = session.embedding_spaces()

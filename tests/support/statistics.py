@@ -130,4 +130,7 @@ async def write(conn, path: str, text: str, *, parent_id: int | None = None, lan
 async def connect(url: str) -> psycopg.AsyncConnection:
     conn = await psycopg.AsyncConnection.connect(url)
     await database.configure_connection_async(conn)
+    # As an Indexer does before its first write: the space (and its HNSW index) is added in a
+    # transaction of its own, so no write transaction ever makes the index (0023).
+    await store.ensure_embedding_space(conn, SPACE, DIMENSIONS)
     return conn
