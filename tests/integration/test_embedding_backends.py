@@ -85,12 +85,40 @@ def test_onnx_vectors_match_torch_per_text(home, reference, backend, floor):
     ]
 
 
-def test_onnx_keeps_the_order_of_texts_of_mixed_lengths(home):
-    """Texts are batched longest first; each vector must come back to its own row."""
-    embedder = new_embedder(backend="onnx", home=home, batch_size=3)
-    together = embedder.embed_batch(TEXTS)
-    alone = np.vstack([embedder.embed_batch([text]) for text in TEXTS])
-    np.testing.assert_allclose(together, alone, atol=1e-4)
+@pytest.fixture(scope="module")
+def alone(home) -> dict[str, np.ndarray]:
+    """Each text embedded on its own (one text per call), per backend."""
+    return {
+        backend: np.vstack([_embedder(backend, home).embed_batch([text]) for text in TEXTS]) for backend in BACKENDS
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch_size", [3, 64])
+def test_a_texts_vector_is_the_one_it_gets_alone_in_any_batch(home, alone, backend, batch_size):
+    """A text's vector must not depend on the texts embedded beside it (issue 24): the same chunk
+    indexed twice, or a query (embedded alone) against documents embedded in batches, must agree.
+    The batches mix a 256-piece text with one-line ones, in three orders, so each text meets
+    other neighbours and other padding."""
+    embedder = new_embedder(backend=backend, home=home, batch_size=batch_size)
+    rng = np.random.default_rng(24)
+    for order in (np.arange(len(TEXTS)), np.arange(len(TEXTS))[::-1], rng.permutation(len(TEXTS))):
+        together = embedder.embed_batch([TEXTS[index] for index in order])
+        difference = np.abs(together - alone[backend][order]).max()
+        assert difference <= 1e-5, (backend, batch_size, float(difference))
+
+
+def test_the_batch_check_catches_batch_wide_int8_scales(home, alone):
+    """The same int8 file run the way it was before (batch_size texts per pass, one activation
+    scale over all of them) fails the check above: it is sensitive to what it guards against."""
+
+    class BatchWideInt8(OnnxInt8Embedder):
+        texts_per_run = None
+        parallel_runs = 1
+
+    embedder = BatchWideInt8(batch_size=64, home=home)
+    difference = np.abs(embedder.embed_batch(TEXTS) - alone["onnx-int8"]).max()
+    assert difference > 1e-3
 
 
 def test_int8_ranks_like_torch(home, torch_embedder):
