@@ -109,6 +109,9 @@ def test_concurrent_writers_and_folders_never_wait_on_a_lock_and_keep_statistics
                 await asyncio.sleep(0.005)
 
     async def scenario():
+        # The space is added once before (as the first indexer of a new model does): writers that
+        # add one new space at the same moment take turns on purpose (0023), which is not the subject.
+        await (await connect(db_url)).close()
         stop = asyncio.Event()
         background = [asyncio.create_task(folder(stop)), asyncio.create_task(sampler(stop))]
         await asyncio.gather(*(writer(n) for n in range(4)))
