@@ -15,7 +15,7 @@ from pgrecall import contract
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.support.cli import COMMAND, run_cli
 
-MEMORY_TOOLS = {"remember", "update_memory", "forget", "list_memories"}
+MEMORY_TOOLS = {"remember", "update_memory", "forget", "restore_memory", "list_memories"}
 
 
 def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
@@ -156,8 +156,14 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             listed = _json(await client.call_tool("list_memories", {"tags": ["ops"]}))["memories"]
             assert [m["id"] for m in listed] == [memory["id"]]
 
-            updated = _json(await client.call_tool("update_memory", {"id": memory["id"], "text": UPDATED}))
+            stale = {"id": memory["id"], "text": "Zorblax expires never.", "expect": memory["version"]}
+            updated = _json(await client.call_tool("update_memory", {**stale, "text": UPDATED}))
             assert updated["text"] == UPDATED and updated["path"] == memory["path"]
+            assert updated["version"] != memory["version"]
+            # Updated from the version read before: refused in one line, the memory unchanged.
+            text = _error_text(await client.call_tool("update_memory", stale))
+            assert "changed since it was read" in text and "\n" not in text
+            assert UPDATED in (folder / memory["path"]).read_text()
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 3}))["hits"]
             assert hits[0]["path"] == memory["path"] and "5 minutes" in hits[0]["text"]
             assert "17 minutes" not in hits[0]["text"]
@@ -169,6 +175,15 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             assert forgotten["id"] == memory["id"] and not (folder / memory["path"]).exists()
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 10}))["hits"]
             assert memory["path"] not in [hit["path"] for hit in hits]
+            trashed = _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"]
+            assert [(m["id"], m["text"]) for m in trashed] == [(memory["id"], UPDATED)] and trashed[0]["forgotten"]
+            restored = _json(await client.call_tool("restore_memory", {"id": memory["id"]}))
+            assert (restored["id"], restored["path"], restored["indexed"]) == (memory["id"], memory["path"], True)
+            hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 3}))["hits"]
+            assert hits[0]["path"] == memory["path"]
+            purged = _json(await client.call_tool("forget", {"id": memory["id"], "purge": True}))
+            assert purged["id"] == memory["id"]
+            assert _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"] == []
 
             # Bad input: a one-line tool error, nothing written; unknown ids are refused.
             for tool, arguments, reason in [
