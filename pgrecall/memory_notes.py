@@ -67,7 +67,7 @@ class Memory:
         return hashlib.sha256(render(self).encode("utf-8")).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
-        shown = {
+        return {
             "id": self.id,
             "path": self.path,
             "title": self.title,
@@ -78,10 +78,8 @@ class Memory:
             "created": self.created,
             "updated": self.updated,
             "version": self.version,
+            "forgotten": self.forgotten,
         }
-        if self.forgotten is not None:
-            shown["forgotten"] = self.forgotten
-        return shown
 
 
 def content_digest(text: str) -> str:
