@@ -16,6 +16,9 @@ starts them again.
 
 from __future__ import annotations
 
+import codecs
+import io
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +29,10 @@ import psycopg
 import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
+from pydantic import ValidationError
 
 from pgrecall import contract
 from pgrecall.api.search import Searcher
@@ -86,6 +91,47 @@ async def client_project(ctx: Context | None) -> str | None:
         except InvalidInput:
             continue
     return None
+
+
+INVALID_UTF8 = "pgrecall-invalid-utf8"  # the codec error handler of the stdio reader
+
+
+def _mark_invalid_utf8(exc: UnicodeError) -> tuple[str, int]:
+    """Bytes of stdin that are not UTF-8 become contract.INVALID_UTF8_MARK (a noncharacter), which
+    every memory field refuses in one line, rather than U+FFFD stored as if it had been sent."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return contract.INVALID_UTF8_MARK, exc.end
+
+
+def _one_line(exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = f"{where}: {first.get('msg', 'invalid argument')}" if where else first.get("msg", "invalid argument")
+    return message + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+class PgRecallMCPServer(MCPServer):
+    """The SDK's server with pgrecall's two habits: an argument of the wrong type is refused in
+    one line ("tags: Input should be a valid list"), not the validator's four lines and URL; and
+    stdin is decoded strictly (invalid UTF-8 is refused by the tools, never stored as U+FFFD)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_one_line(exc.__cause__)) from exc.__cause__
+            raise
+
+    async def run_stdio_async(self) -> None:
+        codecs.register_error(INVALID_UTF8, _mark_invalid_utf8)
+        wire = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors=INVALID_UTF8)
+        async with stdio_server(stdin=anyio.wrap_file(wire)) as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
 
 def _call(work: Callable[[], T]) -> T:
@@ -328,7 +374,7 @@ def create_server(
     """`searcher` and `memories` are built by the caller (a Startup of each, or Ready): this module
     never imports the write path. `memories` None serves no memory tools. `memory_folder`:
     list_memories reads it (else asks the client)."""
-    server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
+    server = PgRecallMCPServer(name="pgrecall", instructions=INSTRUCTIONS)
     add_search_memory(server, searcher)
     add_get_document(server, searcher)
     add_recent_memories(server, searcher)

@@ -43,9 +43,14 @@ class NotFound(InvalidInput):
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every one str.splitlines() breaks at
 
 
+INVALID_UTF8_MARK = "\ufdd0"  # a noncharacter: what the MCP stdio reader puts for bytes that are not UTF-8
+
+
 def _no_control_characters(field: str, value: str, allow_newlines: bool) -> None:
     if "\x00" in value:
         raise InvalidInput(f"{field} contains a NUL character")
+    if INVALID_UTF8_MARK in value:
+        raise InvalidInput(f"{field} is not valid UTF-8 (or holds the noncharacter U+FDD0)")
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise InvalidInput(f"{field} contains an unpaired surrogate")
     if not allow_newlines and any(c in value for c in _LINE_BREAKS):
