@@ -73,7 +73,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "restore",
         run_restore,
         help="bring a forgotten memory back from the trash, with its id, and index it again",
-        epilog="example: pgrecall memories --forgotten && pgrecall restore 3f9c0a1b2c4d",
+        epilog="example: pgrecall restore 3f9c0a1b2c4d   (pgrecall memories --forgotten lists the ids)",
     )
     restore.add_argument("id", help="the id of the forgotten memory")
     restore.add_argument("--json", action="store_true", help="print the memory as JSON")
