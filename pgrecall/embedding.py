@@ -63,3 +63,4 @@ def embedder_for(settings: Settings) -> Embedder:
     the worker's and the search side's, so the model loads once per process."""
     with _SHARED_LOCK:
         return _shared_embedder(settings.model, settings.embed_batch_size, resolve_backend(settings.embed_backend))
+
