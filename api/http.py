@@ -44,8 +44,8 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
-from pgrecall.memory_client import MemoryWriter
-from pgrecall.memory_notes import read_memories
+from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
 READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
@@ -215,6 +215,9 @@ class UpdateBody(BaseModel):
     text: str | None = Field(None, description="the new text")
     title: str | None = Field(None, description="the new title")
     tags: list[str] | None = Field(None, description="the new tags (they replace the old)")
+    expect: str | None = Field(
+        None, description="the version you read: 409, and nothing changes, if the memory changed since"
+    )
 
 
 SourceHeader = Annotated[str | None, Header(alias=SOURCE_HEADER, description="who writes the memory (default: http)")]
@@ -230,6 +233,8 @@ class MemoryOut(BaseModel):
     metadata: dict[str, Any]
     created: str
     updated: str
+    version: str = Field(description="what PATCH and DELETE take as expect: changes with every change")
+    forgotten: str | None = Field(None, description="in the trash since then (GET /memories?forgotten=true)")
 
 
 class SavedOut(MemoryOut):
@@ -239,6 +244,9 @@ class SavedOut(MemoryOut):
 
 class MemoriesOut(BaseModel):
     memories: list[MemoryOut]
+    unreadable: list[str] = Field(
+        default_factory=list, description="notes of the memory folder that cannot be read (not listed)"
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -291,6 +299,9 @@ _ERRORS: dict[type[Exception], Callable[[Exception], tuple[int, str]]] = {
     psycopg.OperationalError: lambda exc: (503, "database unavailable"),
     DatabaseUnavailable: lambda exc: (503, "database unavailable"),
     EmbeddingSpaceMismatch: lambda exc: (409, str(exc)),  # the index's state conflicts with this server's embedder
+    StaleVersion: lambda exc: (409, str(exc)),  # the memory changed since the caller read it
+    MemoryUnreadable: lambda exc: (403, str(exc)),  # a note this server may not read (mode 000)
+    MemoryFolderIsALink: lambda exc: (409, str(exc)),
     PgRecallError: lambda exc: (503, first_line(exc)),  # e.g. the memory client's start
 }
 
@@ -423,29 +434,46 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         "/memories/{memory_id}", response_model=SavedOut, summary="Rewrite a memory (text, title, tags) and re-index it"
     )
     def update_memory(memory_id: str, body: UpdateBody) -> dict[str, Any]:
-        return writer().update(memory_id, text=body.text, title=body.title, tags=body.tags).to_json()
+        saved = writer().update(memory_id, text=body.text, title=body.title, tags=body.tags, expect=body.expect)
+        return saved.to_json()
 
     @router.delete(
         "/memories/{memory_id}",
         response_model=MemoryOut,
-        summary="Forget a memory: delete its note and its index entries; returns what it held",
+        summary="Forget a memory: its note moves into the trash, out of the index; returns what it held",
     )
-    def forget(memory_id: str) -> dict[str, Any]:
-        return writer().forget(memory_id).to_json()
+    def forget(
+        memory_id: str,
+        expect: Annotated[str | None, Query(description="the version you read: 409 if it changed since")] = None,
+        purge: Annotated[bool, Query(description="delete for good (also a memory in the trash)")] = False,
+    ) -> dict[str, Any]:
+        return writer().forget(memory_id, expect=expect, purge=purge).to_json()
+
+    @router.post(
+        "/memories/{memory_id}/restore",
+        response_model=SavedOut,
+        summary="Bring a forgotten memory back from the trash, with its id, and index it again",
+    )
+    def restore(memory_id: str) -> dict[str, Any]:
+        return writer().restore(memory_id).to_json()
 
     @router.get("/memories", response_model=MemoriesOut, summary="Memories, newest first")
     def list_memories(
         since: Annotated[str | None, Query(description="updated since this ISO date or time")] = None,
         tag: Annotated[list[str] | None, Query(description="carrying this tag (repeatable: every one)")] = None,
         limit: Annotated[int, Query(description=f"at most this many, 1 to {contract.MAX_LIST}")] = 50,
+        forgotten: Annotated[bool, Query(description="the memories in the trash instead")] = False,
     ) -> dict[str, Any]:
+        unreadable: list[str] = []
         if memory_folder is not None:
-            chosen = read_memories(memory_folder, since=since, tags=tag, limit=limit)
+            chosen = read_memories(
+                memory_folder, since=since, tags=tag, limit=limit, forgotten=forgotten, unreadable=unreadable
+            )
         elif memories is not None:
-            chosen = memories.get().list(since=since, tags=tag, limit=limit)
+            chosen = memories.get().list(since=since, tags=tag, limit=limit, forgotten=forgotten)
         else:
             raise HTTPException(status_code=404, detail="this API serves no memories")
-        return {"memories": [memory.to_json() for memory in chosen]}
+        return {"memories": [memory.to_json() for memory in chosen], "unreadable": unreadable}
 
     return router
 

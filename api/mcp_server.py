@@ -16,6 +16,9 @@ starts them again.
 
 from __future__ import annotations
 
+import codecs
+import io
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +29,10 @@ import psycopg
 import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
+from pydantic import ValidationError
 
 from pgrecall import contract
 from pgrecall.api.search import Searcher
@@ -86,6 +91,47 @@ async def client_project(ctx: Context | None) -> str | None:
         except InvalidInput:
             continue
     return None
+
+
+INVALID_UTF8 = "pgrecall-invalid-utf8"  # the codec error handler of the stdio reader
+
+
+def _mark_invalid_utf8(exc: UnicodeError) -> tuple[str, int]:
+    """Bytes of stdin that are not UTF-8 become contract.INVALID_UTF8_MARK (a noncharacter), which
+    every memory field refuses in one line, rather than U+FFFD stored as if it had been sent."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return contract.INVALID_UTF8_MARK, exc.end
+
+
+def _one_line(exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = f"{where}: {first.get('msg', 'invalid argument')}" if where else first.get("msg", "invalid argument")
+    return message + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+class PgRecallMCPServer(MCPServer):
+    """The SDK's server with pgrecall's two habits: an argument of the wrong type is refused in
+    one line ("tags: Input should be a valid list"), not the validator's four lines and URL; and
+    stdin is decoded strictly (invalid UTF-8 is refused by the tools, never stored as U+FFFD)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_one_line(exc.__cause__)) from exc.__cause__
+            raise
+
+    async def run_stdio_async(self) -> None:
+        codecs.register_error(INVALID_UTF8, _mark_invalid_utf8)
+        wire = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors=INVALID_UTF8)
+        async with stdio_server(stdin=anyio.wrap_file(wire)) as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
 
 def _call(work: Callable[[], T]) -> T:
@@ -240,7 +286,11 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
 def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=REWRITE)
     def update_memory(
-        id: str, text: str | None = None, title: str | None = None, tags: list[str] | None = None
+        id: str,
+        text: str | None = None,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        expect: str | None = None,
     ) -> dict[str, Any]:
         """Correct a memory saved earlier: replace its text, title or tags (only what you give changes).
 
@@ -253,26 +303,46 @@ def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
             text: the new text (self-contained, with its why).
             title: the new title.
             tags: the new tags; they replace the old ones.
+            expect: the memory's version as you read it (every memory carries its "version"): if the
+                memory changed since, the call fails and nothing changes: read it again, then retry.
+                Leave it out to overwrite whatever it holds.
         """
-        return _call(lambda: memories.get().update(id, text=text, title=title, tags=tags)).to_json()
+        return _call(lambda: memories.get().update(id, text=text, title=title, tags=tags, expect=expect)).to_json()
 
 
 def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=REWRITE)
-    def forget(id: str) -> dict[str, Any]:
-        """Delete a memory: its note and its index entries. For a memory that is wrong, or that the user
+    def forget(id: str, expect: str | None = None, purge: bool = False) -> dict[str, Any]:
+        """Forget a memory: its note moves into the trash and out of the search (restore_memory brings
+        it back; the trash is emptied after some days). For a memory that is wrong, or that the user
         asks you to forget. Only memories can be forgotten, never the user's own notes: the id comes
         from remember or list_memories (12 hexadecimal digits). Returns what the memory held.
 
         Args:
             id: the memory's id.
+            expect: the version you read; if the memory changed since, nothing is forgotten.
+            purge: delete it for good at once, with no way back; only when the user asks for that.
         """
-        return _call(lambda: memories.get().forget(id)).to_json()
+        return _call(lambda: memories.get().forget(id, expect=expect, purge=purge)).to_json()
+
+
+def add_restore_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
+    @server.tool(annotations=WRITE)
+    def restore_memory(id: str) -> dict[str, Any]:
+        """Bring back a memory forgotten by mistake: it returns from the trash with its id, searchable
+        again. list_memories with forgotten=true lists what the trash holds.
+
+        Args:
+            id: the forgotten memory's id.
+        """
+        return _call(lambda: memories.get().restore(id)).to_json()
 
 
 def add_list_memories(server: MCPServer, memories: Lazy[MemoryWriter], memory_folder: Path | None) -> None:
     @server.tool(annotations=READ_ONLY)
-    def list_memories(since: str | None = None, tags: list[str] | None = None, limit: int = 50) -> dict[str, Any]:
+    def list_memories(
+        since: str | None = None, tags: list[str] | None = None, limit: int = 50, forgotten: bool = False
+    ) -> dict[str, Any]:
         """List the saved memories, newest first (by last update), with their ids.
 
         To find memories by meaning, use search_memory (filters: {"root": "memories"}) instead.
@@ -281,12 +351,21 @@ def add_list_memories(server: MCPServer, memories: Lazy[MemoryWriter], memory_fo
             since: only memories updated since this ISO date or time ("2026-03-01").
             tags: only memories carrying every one of these tags.
             limit: at most this many (1-1000, default 50).
+            forgotten: list the forgotten memories (in the trash) instead, for restore_memory.
         """
+        unreadable: list[str] = []
         if memory_folder is not None:
-            chosen = _call(lambda: read_memories(memory_folder, since=since, tags=tags, limit=limit))
+            chosen = _call(
+                lambda: read_memories(
+                    memory_folder, since=since, tags=tags, limit=limit, forgotten=forgotten, unreadable=unreadable
+                )
+            )
         else:
-            chosen = _call(lambda: memories.get().list(since=since, tags=tags, limit=limit))
-        return {"memories": [memory.to_json() for memory in chosen]}
+            chosen = _call(lambda: memories.get().list(since=since, tags=tags, limit=limit, forgotten=forgotten))
+        answer: dict[str, Any] = {"memories": [memory.to_json() for memory in chosen]}
+        if unreadable:
+            answer["unreadable"] = unreadable
+        return answer
 
 
 def create_server(
@@ -295,7 +374,7 @@ def create_server(
     """`searcher` and `memories` are built by the caller (a Startup of each, or Ready): this module
     never imports the write path. `memories` None serves no memory tools. `memory_folder`:
     list_memories reads it (else asks the client)."""
-    server = MCPServer(name="pgrecall", instructions=INSTRUCTIONS)
+    server = PgRecallMCPServer(name="pgrecall", instructions=INSTRUCTIONS)
     add_search_memory(server, searcher)
     add_get_document(server, searcher)
     add_recent_memories(server, searcher)
@@ -303,6 +382,7 @@ def create_server(
         add_remember(server, memories)
         add_update_memory(server, memories)
         add_forget(server, memories)
+        add_restore_memory(server, memories)
         add_list_memories(server, memories, memory_folder)
     return server
 

@@ -40,13 +40,21 @@ class NotFound(InvalidInput):
     """No such thing: an id that names nothing (the HTTP API answers 404)."""
 
 
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every one str.splitlines() breaks at
+
+
+INVALID_UTF8_MARK = "\ufdd0"  # a noncharacter: what the MCP stdio reader puts for bytes that are not UTF-8
+
+
 def _no_control_characters(field: str, value: str, allow_newlines: bool) -> None:
     if "\x00" in value:
         raise InvalidInput(f"{field} contains a NUL character")
+    if INVALID_UTF8_MARK in value:
+        raise InvalidInput(f"{field} is not valid UTF-8 (or holds the noncharacter U+FDD0)")
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise InvalidInput(f"{field} contains an unpaired surrogate")
-    if not allow_newlines and ("\n" in value or "\r" in value):
-        raise InvalidInput(f"{field} must be one line")
+    if not allow_newlines and any(c in value for c in _LINE_BREAKS):
+        raise InvalidInput(f"{field} must be one line")  # YAML would fold NEL, LS, PS: what was given would change
 
 
 def memory_text(text: Any) -> str:
@@ -169,6 +177,16 @@ def memory_id(value: Any) -> str:
 
 
 MAX_LIST = 1000
+_VERSION = re.compile(r"[0-9a-f]{16}")
+
+
+def memory_version(value: Any) -> str | None:
+    """The version a caller read (`version` of every memory JSON), for update and forget to compare; None: any."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _VERSION.fullmatch(value.strip().lower()):
+        raise InvalidInput(f"version {str(value)[:40]!r} must be 16 hexadecimal digits, as every memory JSON gives it")
+    return value.strip().lower()
 
 
 def memory_since(value: Any) -> str | None:

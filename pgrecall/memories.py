@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pgrecall.memory_client import Saved
     from pgrecall.worker.memory_service import MemoryClient
 
-__all__ = ["close_default_client", "forget", "list_memories", "remember", "update_memory"]
+__all__ = ["close_default_client", "forget", "list_memories", "remember", "restore", "update_memory"]
 
 _client: MemoryClient | None = None
 _client_lock = threading.Lock()
@@ -104,13 +104,24 @@ def remember(
 
 
 def update_memory(
-    memory_id: str, text: str | None = None, title: str | None = None, tags: Iterable[str] | None = None
+    memory_id: str,
+    text: str | None = None,
+    title: str | None = None,
+    tags: Iterable[str] | None = None,
+    expect: str | None = None,
 ) -> Saved:
     """Rewrite the memory of this id (only what is given changes) and re-index it; MemoryNotFound
-    (an InvalidInput) when there is none."""
-    return default_client().update(memory_id, text=text, title=title, tags=tags)
+    (an InvalidInput) when there is none. `expect`: the `version` you read (every Memory has one);
+    StaleVersion, and nothing changed, when the memory changed since. Without it: whatever it holds."""
+    return default_client().update(memory_id, text=text, title=title, tags=tags, expect=expect)
 
 
-def forget(memory_id: str) -> Memory:
-    """Delete the memory of this id from the folder and the index; returns what it held."""
-    return default_client().forget(memory_id)
+def forget(memory_id: str, expect: str | None = None, purge: bool = False) -> Memory:
+    """Move the memory of this id into the trash and out of the index (restore() brings it back);
+    `purge`: delete it for good (also one already in the trash). Returns what it held."""
+    return default_client().forget(memory_id, expect=expect, purge=purge)
+
+
+def restore(memory_id: str) -> Saved:
+    """Bring a forgotten memory back from the trash (list_memories(forgotten=True)), with its id, indexed."""
+    return default_client().restore(memory_id)

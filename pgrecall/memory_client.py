@@ -12,11 +12,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from pgrecall import contract
+from pgrecall.errors import PgRecallError
 from pgrecall.memory_notes import Memory
 
 
 class MemoryNotFound(contract.NotFound):
     """No such memory."""
+
+
+class StaleVersion(PgRecallError):
+    """The memory changed since the caller read it: read it again (its `version`) and retry."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +37,10 @@ class Saved:
 
 class MemoryWriter(Protocol):
     """Writes memories (notes of the memory folder) and indexes them before returning.
-    Input is validated by pgrecall.contract: bad input raises InvalidInput, an unknown id MemoryNotFound."""
+    Input is validated by pgrecall.contract: bad input raises InvalidInput, an unknown id MemoryNotFound.
+    `expect` (update, forget): the `version` the caller read; another one raises StaleVersion and
+    nothing changes. Without it the call applies to whatever the memory holds (as before versions).
+    forget moves the note into the trash (restore brings it back); `purge` deletes it for good."""
 
     def remember(
         self,
@@ -44,11 +52,20 @@ class MemoryWriter(Protocol):
     ) -> Saved: ...
 
     def update(
-        self, memory_id: str, text: str | None = None, title: str | None = None, tags: Iterable[str] | None = None
+        self,
+        memory_id: str,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        expect: str | None = None,
     ) -> Saved: ...
 
-    def forget(self, memory_id: str) -> Memory: ...
+    def forget(self, memory_id: str, expect: str | None = None, purge: bool = False) -> Memory: ...
 
-    def list(self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50) -> list[Memory]: ...
+    def restore(self, memory_id: str) -> Saved: ...
+
+    def list(
+        self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False
+    ) -> list[Memory]: ...
 
     def close(self) -> None: ...

@@ -24,12 +24,22 @@ import yaml
 
 from pgrecall import contract
 from pgrecall.contract import MEMORY_ID, RESERVED_METADATA_KEYS
+from pgrecall.errors import PgRecallError
 from pgrecall.front_matter import split_front_matter
 from pgrecall.settings import Settings, load_settings
 
+TRASH = ".trash"  # forgotten notes: hidden, so never scanned nor indexed; same YYYY/MM/ layout inside
 _NOTE_NAME = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]*?-?([0-9a-f]{12})\.md")
 _SLUG_WORDS = 8
 _SLUG_CHARS = 48
+
+
+class MemoryUnreadable(PgRecallError):
+    """A memory's note cannot be read (its permissions?)."""
+
+
+class MemoryFolderIsALink(PgRecallError):
+    """The memory folder is a symbolic link: pgrecall keeps memories in a real folder only."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,9 +54,17 @@ class Memory:
     created: str  # ISO 8601, UTC
     updated: str
 
+    forgotten: str | None = None  # in the trash since then (ISO 8601, UTC)
+
     @property
     def content_sha256(self) -> str:
         return content_digest(self.text)
+
+    @property
+    def version(self) -> str:
+        """What update and forget compare with `expect`: a digest of the note as it is written, so
+        that any change (by pgrecall or a hand edit) gives another version, even within one second."""
+        return hashlib.sha256(render(self).encode("utf-8")).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +77,8 @@ class Memory:
             "metadata": dict(self.metadata),
             "created": self.created,
             "updated": self.updated,
+            "version": self.version,
+            "forgotten": self.forgotten,
         }
 
 
@@ -125,45 +145,108 @@ def parse(relative: str, content: str) -> Memory | None:
 
 
 class MemoryNotes:
-    """The notes of a memory folder, read; pgrecall.worker.memories.MemoryFolder writes them."""
+    """The notes of a memory folder, read; pgrecall.worker.memories.MemoryFolder writes them.
+
+    A note that cannot be read (mode 000) is never a traceback: `read` raises MemoryUnreadable
+    (one line), `memories` skips it and lists it in `unreadable`.
+    """
 
     def __init__(self, folder: Path):
         self.folder = folder
+        self.unreadable: list[str] = []  # relative paths the last memories() could not read
 
-    def locate(self, memory_id: str) -> Path | None:
-        """The note of this id: a regular file inside the folder, never through a link."""
-        root = self.folder.resolve()
-        if not root.is_dir():
+    def root(self) -> Path:
+        """The folder, resolved; MemoryFolderIsALink when the folder itself is a symbolic link."""
+        if self.folder.is_symlink():
+            raise MemoryFolderIsALink(
+                f"the memory folder {self.folder} is a symbolic link (to {self.folder.resolve()}); "
+                "pgrecall keeps memories in a real folder only: set [memory] folder in the config file to the target"
+            )
+        return self.folder.resolve()
+
+    def locate(self, memory_id: str, trash: bool = False) -> Path | None:
+        """The note of this id: a regular file inside the folder (or its trash), never through a link."""
+        root = self.root()
+        base = root / TRASH if trash else root
+        if not base.is_dir() or base.is_symlink():
             return None
-        for candidate in sorted(root.glob(f"[0-9][0-9][0-9][0-9]/[0-9][0-9]/*-{memory_id}.md")):
-            if _is_ours(root, candidate):
+        for candidate in sorted(base.glob(f"[0-9][0-9][0-9][0-9]/[0-9][0-9]/*-{memory_id}.md")):
+            if _is_ours(base, candidate):
                 return candidate
         return None
+
+    def load(self, path: Path, base: Path | None = None) -> Memory | None:
+        """The memory of the note at `path` (relative to `base`, default the folder);
+        MemoryUnreadable when it cannot be read."""
+        base = base or self.root()
+        relative = path.relative_to(base).as_posix()
+        try:
+            content = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise MemoryUnreadable(f"cannot read the memory note {relative}: {exc.strerror or exc}") from None
+        return parse(relative, content)
 
     def read(self, memory_id: str) -> Memory | None:
         path = self.locate(memory_id)
         if path is None:
             return None
-        memory = parse(self.relative(path), path.read_text(encoding="utf-8", errors="replace"))
+        memory = self.load(path)
         return memory if memory is not None and memory.id == memory_id else None
 
+    def read_forgotten(self, memory_id: str) -> Memory | None:
+        path = self.locate(memory_id, trash=True)
+        if path is None:
+            return None
+        memory = self.load(path, self.root() / TRASH)
+        if memory is None or memory.id != memory_id:
+            return None
+        return dataclasses.replace(memory, forgotten=_mtime_iso(path))
+
     def relative(self, path: Path) -> str:
-        return path.relative_to(self.folder.resolve()).as_posix()
+        return path.relative_to(self.root()).as_posix()
+
+    def note_paths(self, trash: bool = False) -> list[Path]:
+        """The folder's (or its trash's) note files, sorted: regular files by the note name, no links."""
+        root = self.root()
+        base = root / TRASH if trash else root
+        if not base.is_dir() or base.is_symlink():
+            return []
+        return [path for path in sorted(base.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/*.md")) if _is_ours(base, path)]
 
     def memories(self) -> Iterator[Memory]:
-        root = self.folder.resolve()
-        if not root.is_dir():
-            return
-        for path in sorted(root.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/*.md")):
-            if not _is_ours(root, path):
+        self.unreadable = []
+        for path in self.note_paths():
+            try:
+                memory = self.load(path)
+            except MemoryUnreadable:
+                self.unreadable.append(self.relative(path))
                 continue
-            memory = parse(self.relative(path), path.read_text(encoding="utf-8", errors="replace"))
             if memory is not None:
                 yield memory
 
+    def forgotten(self) -> Iterator[Memory]:
+        """The memories in the trash, each with the time it was forgotten."""
+        self.unreadable = []
+        base = self.root() / TRASH
+        for path in self.note_paths(trash=True):
+            try:
+                memory = self.load(path, base)
+            except MemoryUnreadable:
+                self.unreadable.append(f"{TRASH}/{path.relative_to(base).as_posix()}")
+                continue
+            if memory is not None:
+                yield dataclasses.replace(memory, forgotten=_mtime_iso(path))
+
+
+def _mtime_iso(path: Path) -> str:
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC).replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
 
 def is_inside(root: Path, path: Path) -> bool:
-    return path.resolve().is_relative_to(root)
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def _is_ours(root: Path, path: Path) -> bool:
@@ -197,17 +280,34 @@ def folder_of(settings: Settings) -> Path:
     return roots.memory_folder(settings.config_file, settings.home)
 
 
-def read_memories(folder: Path, since: Any = None, tags: Any = None, limit: Any = 50) -> list[Memory]:
-    """The memories of `folder`, chosen as list_memories says, validated as every interface does."""
-    return select(
-        MemoryNotes(folder).memories(),
-        since=contract.memory_since(since),
-        tags=contract.memory_tags(tags),
-        limit=contract.list_limit(limit),
-    )
+def read_memories(
+    folder: Path,
+    since: Any = None,
+    tags: Any = None,
+    limit: Any = 50,
+    forgotten: bool = False,
+    unreadable: list[str] | None = None,
+) -> list[Memory]:
+    """The memories of `folder` (`forgotten`: those in its trash, newest forgotten first), chosen as
+    list_memories says, validated as every interface does. Notes that cannot be read are skipped
+    and their paths appended to `unreadable`."""
+    notes = MemoryNotes(folder)
+    since, tags, limit = contract.memory_since(since), contract.memory_tags(tags), contract.list_limit(limit)
+    if forgotten:
+        chosen = select(notes.forgotten(), since=since, tags=tags, limit=contract.MAX_LIST)
+        chosen.sort(key=lambda memory: (memory.forgotten or "", memory.id), reverse=True)
+        chosen = chosen[:limit]
+    else:
+        chosen = select(notes.memories(), since=since, tags=tags, limit=limit)
+    if unreadable is not None:
+        unreadable.extend(notes.unreadable)
+    return chosen
 
 
-def list_memories(since: Any = None, tags: Iterable[str] | None = None, limit: int = 50) -> list[Memory]:
+def list_memories(
+    since: Any = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False
+) -> list[Memory]:
     """Memories newest first (by update), updated since `since` (ISO date or time) and carrying
-    every tag in `tags`. Reads the folder only: no database is needed."""
-    return read_memories(folder_of(load_settings()), since=since, tags=tags, limit=limit)
+    every tag in `tags`; `forgotten`: those in the trash instead (restore() brings one back).
+    Reads the folder only: no database is needed. Notes that cannot be read are skipped."""
+    return read_memories(folder_of(load_settings()), since=since, tags=tags, limit=limit, forgotten=forgotten)

@@ -26,6 +26,7 @@ folder = "~/memories"   # default: memories/ in the data directory; never inside
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from pathlib import Path
 
@@ -79,19 +80,26 @@ def memory_folder(config_file: Path | None, home: Path) -> Path:
         raise ConfigurationError(f"{config_file}: [memory] must be a table")
     folder = section.get("folder")
     if folder is None:
-        return (home / MEMORY_ROOT).resolve()
+        return _unlinked(home / MEMORY_ROOT)
     if not isinstance(folder, str) or not folder.strip():
         raise ConfigurationError(f"{config_file}: [memory] folder must be a path")
-    return _config_path(config_file, folder)
+    return _unlinked(_config_path(config_file, folder, resolve=False))
 
 
-def _config_path(config_file: Path | None, raw: str) -> Path:
+def _unlinked(path: Path) -> Path:
+    """The path with its parent resolved but not its last part: a memory folder replaced by a
+    symbolic link stays the link (which the memory notes refuse), never becomes its target."""
+    path = Path(os.path.abspath(path))
+    return path.parent.resolve() / path.name
+
+
+def _config_path(config_file: Path | None, raw: str, resolve: bool = True) -> Path:
     """A path of the config file: relative ones are relative to the file, not to the working
     directory (which is / under systemd)."""
     path = Path(raw).expanduser()
     if not path.is_absolute() and config_file is not None:
         path = config_file.parent / path
-    return path.resolve()
+    return path.resolve() if resolve else path
 
 
 def with_memories(roots: list[Root], folder: Path) -> list[Root]:

@@ -215,6 +215,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "memory_trash_days",
+        "PGRECALL_MEMORY_TRASH_DAYS",
+        "a forgotten memory stays this many days in the trash (restore brings it back), then serve/watch purge it",
+        default=30,
+        minimum=0,
+    ),
+    Setting(
         "stalled_seconds",
         "PGRECALL_STALLED_SECONDS",
         "a worker silent this long is presumed dead and its jobs are retried",
@@ -319,6 +326,7 @@ class Settings:
     log_format: str | None
     config_file: Path
     reconcile_seconds: int
+    memory_trash_days: int
     stalled_seconds: int
     session_tool_results: str
     hook_prompt_tokens: int

@@ -6,6 +6,11 @@ it reaches the index through the same pipeline as every other file. The note
 format and the reading are pgrecall.memory_notes, which the read-only side
 imports without this module.
 
+Forgetting moves a note into the folder's trash (`.trash/`, hidden: never
+scanned nor indexed) with its modification time set to the moment it was
+forgotten; restoring moves it back under its old path, and the trash is purged
+of notes forgotten longer ago than PGRECALL_MEMORY_TRASH_DAYS.
+
 A note is written atomically (a private temporary file, fsync, rename, fsync
 of the folder), readable by its owner only, in folders only its owner may
 enter. Only notes found by their id inside the memory folder can be changed
@@ -15,10 +20,12 @@ or removed (pgrecall.memory_notes.MemoryNotes.locate).
 from __future__ import annotations
 
 import datetime
+import os
 import secrets
+import time
 from pathlib import Path
 
-from pgrecall.memory_notes import Memory, MemoryNotes, is_inside, parse, relative_path, render
+from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, relative_path, render
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "Memory", "MemoryFolder", "new_id", "now_utc", "relative_path"]
@@ -36,11 +43,11 @@ class MemoryFolder(MemoryNotes):
     """The memory folder's files, written and deleted; no database here."""
 
     def ensure(self) -> Path:
-        """Create the folder (private) if needed; return its resolved path."""
-        if not self.folder.exists():
+        """Create the folder (private) if needed; return its resolved path (never through a link)."""
+        if not self.folder.exists() and not self.folder.is_symlink():
             self.folder.parent.mkdir(parents=True, exist_ok=True)
             private_folder(self.folder)
-        return self.folder.resolve()
+        return self.root()
 
     def write(self, memory: Memory) -> Path:
         """Write the note atomically and privately; returns its path."""
@@ -54,11 +61,73 @@ class MemoryFolder(MemoryNotes):
         write_atomically(target, render(memory).encode("utf-8"))
         return target
 
-    def delete(self, memory_id: str) -> Memory | None:
+    def delete(self, memory_id: str, purge: bool = False) -> Memory | None:
+        """Move the note into the trash (`purge`: delete it); returns what it held. Raises
+        MemoryUnreadable, and leaves the note where it is, when it cannot be read."""
         path = self.locate(memory_id)
         if path is None:
             return None
-        memory = parse(self.relative(path), path.read_text(encoding="utf-8", errors="replace"))
+        memory = self.load(path)
+        if memory is None:
+            return None
+        if purge:
+            path.unlink()
+            fsync_folder(path.parent)
+            return memory
+        root = self.root()
+        target = root / TRASH / memory.path
+        for folder in (root / TRASH, target.parent.parent, target.parent):
+            private_folder(folder)
+        if not is_inside(root / TRASH, target.parent) or target.parent.is_symlink():
+            raise OSError(f"refusing to move outside the memory folder's trash: {memory.path}")
+        os.replace(path, target)
+        now = time.time()
+        os.utime(target, (now, now))  # the trash's clock: when it was forgotten
+        fsync_folder(target.parent)
+        fsync_folder(path.parent)
+        return memory
+
+    def purge_forgotten(self, memory_id: str) -> Memory | None:
+        """Delete a forgotten note from the trash for good; returns what it held."""
+        path = self.locate(memory_id, trash=True)
+        if path is None:
+            return None
+        memory = self.load(path, self.root() / TRASH)
         path.unlink()
         fsync_folder(path.parent)
         return memory
+
+    def restore(self, memory_id: str) -> Memory | None:
+        """Move a forgotten note back to its old path; None when the trash has none of this id."""
+        path = self.locate(memory_id, trash=True)
+        if path is None:
+            return None
+        memory = self.load(path, self.root() / TRASH)
+        if memory is None:
+            return None
+        root = self.ensure()
+        target = root / memory.path
+        private_folder(target.parent.parent)
+        private_folder(target.parent)
+        if not is_inside(root, target.parent) or target.parent.is_symlink():
+            raise OSError(f"refusing to restore outside the memory folder: {memory.path}")
+        os.replace(path, target)
+        fsync_folder(target.parent)
+        fsync_folder(path.parent)
+        return memory
+
+    def purge_trash(self, days: float, now: float | None = None) -> list[str]:
+        """Delete the notes forgotten more than `days` ago; returns their paths (relative to the trash)."""
+        if not self.folder.is_dir() or self.folder.is_symlink():
+            return []
+        cutoff = (time.time() if now is None else now) - days * 86400
+        base = self.root() / TRASH
+        purged = []
+        for path in self.note_paths(trash=True):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    purged.append(path.relative_to(base).as_posix())
+            except OSError:
+                continue  # gone meanwhile, or not ours to delete: the next round tries again
+        return purged

@@ -4,7 +4,14 @@ So the very next search finds a memory whether or not a service is running;
 a running service's watcher then sees an unchanged content hash and does
 nothing. The same text remembered twice, by any number of processes at once,
 is one memory: an advisory lock keyed by the text's digest serialises the
-check (in the index) and the write.
+check and the write. The check reads the folder's notes (the source of truth:
+a note written by a process that died before indexing it counts, a hand-edited
+note counts by the text it holds now); the index only names a note of this
+text that can no longer be read, which is refused rather than written twice.
+
+update and forget hold a lock keyed by the memory's id, across processes, while
+they compare the caller's `expect` with the note's version and write: of two
+updates made from one version, the second is refused (StaleVersion).
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ import structlog
 
 from pgrecall import contract, database, memory_notes, queries
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
-from pgrecall.memory_client import MemoryNotFound, Saved
-from pgrecall.memory_notes import Memory
+from pgrecall.memory_client import MemoryNotFound, Saved, StaleVersion
+from pgrecall.memory_notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, store
@@ -113,9 +120,10 @@ class MemoryService:
         clean_source = contract.memory_source(source)
         digest = memory_notes.content_digest(clean_text)
         async with self._locked(f"pgrecall.memory.text:{self.root}:{digest}"):
-            existing = await self._find_by_digest(digest)
+            existing = await self._find_same_text(clean_text, digest)
             if existing is not None:
-                return Saved(existing, created=False, indexed=True)
+                # A note its writer did not live to index is indexed now; an indexed one is unchanged.
+                return Saved(existing, created=False, indexed=await self._index(existing))
             now = memories.now_utc()
             memory_id = memories.new_id()
             memory = Memory(
@@ -134,17 +142,29 @@ class MemoryService:
         log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=True, indexed=indexed)
 
-    async def _find_by_digest(self, digest: str) -> Memory | None:
+    async def _find_same_text(self, text: str, digest: str) -> Memory | None:
+        """The memory of the folder holding exactly this text; MemoryUnreadable when the index
+        says an unreadable note holds it."""
+        found, unreadable = await asyncio.to_thread(_same_text_in, self.files, text)
+        if found is not None or not unreadable:
+            return found
         assert self._pool is not None
         async with self._pool.connection() as conn:
             cursor = await conn.execute(Q["memory_by_digest"], {"root": self.root, "digest": digest})
-            row = await cursor.fetchone()
-        if row is None or row[0] is None:
-            return None
-        return await asyncio.to_thread(self.files.read, row[0])
+            rows = await cursor.fetchall()
+        for (memory_id,) in rows:
+            if memory_id in unreadable:
+                raise MemoryUnreadable(
+                    f"memory {memory_id} holds this text but its note {unreadable[memory_id]} cannot be read: "
+                    "give it back its permissions (chmod 600) rather than remember it twice"
+                )
+        return None
 
-    async def update(self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None) -> Saved:
+    async def update(
+        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+    ) -> Saved:
         clean_id = contract.memory_id(memory_id)
+        clean_expect = contract.memory_version(expect)
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = contract.memory_text(text)
@@ -158,30 +178,80 @@ class MemoryService:
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
                 raise MemoryNotFound(f"no memory {clean_id}")
+            _check_version(current, clean_expect)
             memory = dataclasses.replace(current, **changes, updated=memories.now_utc())
             await asyncio.to_thread(self.files.write, memory)
             indexed = await self._index(memory)
         log.info("memory_updated", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=False, indexed=indexed)
 
-    async def forget(self, memory_id: Any) -> Memory:
+    async def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:
+        """Move the memory into the trash (`purge`: delete it, also from the trash) and out of the index."""
         clean_id = contract.memory_id(memory_id)
+        clean_expect = contract.memory_version(expect)
+        if not isinstance(purge, bool):
+            raise InvalidInput("purge must be true or false")
         async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
-            memory = await asyncio.to_thread(self.files.delete, clean_id)
+            current = await asyncio.to_thread(self.files.read, clean_id)
+            if current is None:
+                if purge:
+                    forgotten = await asyncio.to_thread(self.files.purge_forgotten, clean_id)
+                    if forgotten is not None:
+                        log.info("memory_purged", id=forgotten.id, path=forgotten.path)
+                        return forgotten
+                raise MemoryNotFound(f"no memory {clean_id}")
+            _check_version(current, clean_expect)
+            memory = await asyncio.to_thread(self.files.delete, clean_id, purge)
             if memory is None:
                 raise MemoryNotFound(f"no memory {clean_id}")
             assert self._indexer is not None
             await self._indexer.remove_path(self.root, memory.path)
-        log.info("memory_forgotten", id=memory.id, path=memory.path)
+        log.info("memory_purged" if purge else "memory_forgotten", id=memory.id, path=memory.path)
         return memory
 
-    def list(self, since: Any = None, tags: Any = None, limit: int = 50) -> list[Memory]:
-        return memory_notes.select(
-            self.files.memories(),
-            since=contract.memory_since(since),
-            tags=contract.memory_tags(tags),
-            limit=contract.list_limit(limit),
+    async def restore(self, memory_id: Any) -> Saved:
+        """Bring a forgotten memory back from the trash, with its id and path, and index it again."""
+        clean_id = contract.memory_id(memory_id)
+        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+            if await asyncio.to_thread(self.files.locate, clean_id) is not None:
+                raise InvalidInput(f"memory {clean_id} is not forgotten: it is in the memory folder")
+            memory = await asyncio.to_thread(self.files.restore, clean_id)
+            if memory is None:
+                raise MemoryNotFound(f"no forgotten memory {clean_id} (pgrecall memories --forgotten lists them)")
+            indexed = await self._index(memory)
+        log.info("memory_restored", id=memory.id, path=memory.path, indexed=indexed)
+        return Saved(memory, created=False, indexed=indexed)
+
+    def list(self, since: Any = None, tags: Any = None, limit: int = 50, forgotten: Any = False) -> list[Memory]:
+        return memory_notes.read_memories(self.files.folder, since=since, tags=tags, limit=limit, forgotten=forgotten)
+
+
+def _check_version(current: Memory, expect: str | None) -> None:
+    if expect is not None and current.version != expect:
+        raise StaleVersion(
+            f"memory {current.id} changed since it was read (version {expect}, now {current.version}, "
+            f"updated {current.updated}): read it again and retry; nothing was changed"
         )
+
+
+def _same_text_in(files: MemoryFolder, text: str) -> tuple[Memory | None, dict[str, str]]:
+    """The folder's memory holding exactly `text` (the oldest, by path), and the notes that could
+    not be read (id: path). A note's bytes are searched for the text before it is parsed."""
+    needle = text.encode("utf-8")
+    unreadable: dict[str, str] = {}
+    root = files.root()
+    for path in files.note_paths():
+        try:
+            data = path.read_bytes()
+        except OSError:
+            unreadable[path.name[-15:-3]] = path.relative_to(root).as_posix()
+            continue
+        if needle not in data:
+            continue
+        memory = memory_notes.parse(path.relative_to(root).as_posix(), data.decode("utf-8", errors="replace"))
+        if memory is not None and memory.text == text:
+            return memory, unreadable
+    return None, unreadable
 
 
 class MemoryClient:
@@ -209,14 +279,19 @@ class MemoryClient:
     def remember(self, text: Any, title: Any = None, tags: Any = (), metadata: Any = None, source: Any = None) -> Saved:
         return self._call(self._service.remember(text, title=title, tags=tags, metadata=metadata, source=source))
 
-    def update(self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None) -> Saved:
-        return self._call(self._service.update(memory_id, text=text, title=title, tags=tags))
+    def update(
+        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+    ) -> Saved:
+        return self._call(self._service.update(memory_id, text=text, title=title, tags=tags, expect=expect))
 
-    def forget(self, memory_id: Any) -> Memory:
-        return self._call(self._service.forget(memory_id))
+    def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:
+        return self._call(self._service.forget(memory_id, expect=expect, purge=purge))
 
-    def list(self, since: Any = None, tags: Any = None, limit: Any = 50) -> list[Memory]:
-        return self._service.list(since=since, tags=tags, limit=limit)
+    def restore(self, memory_id: Any) -> Saved:
+        return self._call(self._service.restore(memory_id))
+
+    def list(self, since: Any = None, tags: Any = None, limit: Any = 50, forgotten: Any = False) -> list[Memory]:
+        return self._service.list(since=since, tags=tags, limit=limit, forgotten=forgotten)
 
     def close(self) -> None:
         try:

@@ -86,6 +86,9 @@ async def reconcile(
 ) -> Reconciliation:
     started = time.perf_counter()
     root_text = str(root)
+    if root.is_symlink():  # replaced by a link (scan.iter_entries): the index keeps what it had, nothing follows it
+        log.warning("root_is_a_link", root=root_text, target=str(root.resolve()))
+        return Reconciliation(root=root_text)
     entries = {entry.relative: entry for entry in await asyncio.to_thread(lambda: list(scan.iter_entries(root)))}
     present = {path: entry.size_and_mtime for path, entry in entries.items()}
     async with pool.connection() as conn:

@@ -36,6 +36,7 @@ DEFAULT_IGNORED = [
 ]
 
 OUTSIDE_ROOT = "symbolic link leading out of the root"
+ROOT_IS_A_LINK = "the root itself was replaced by a symbolic link: not followed"
 UNDECODABLE_NAME = "file name is not valid UTF-8"
 
 
@@ -148,6 +149,8 @@ def _examine(root_real: str, full: str, relative: str, *, folder_is_real: bool =
 
 def locate(root: Path, relative: str) -> Entry | None:
     """The entry a job for `relative` finds; None when no file is there (it was deleted)."""
+    if os.path.islink(root):  # a root replaced by a link after it was resolved: its target is not ours
+        return Entry(relative, None, ROOT_IS_A_LINK)
     root_real = os.path.realpath(root)
     full = os.path.join(root, relative)
     if not os.path.lexists(full):
@@ -160,7 +163,12 @@ def locate(root: Path, relative: str) -> Entry | None:
 
 
 def iter_entries(root: Path, spec: pathspec.PathSpec | None = None) -> Iterator[Entry]:
-    """The root's entries, sorted, without following links out of the root or raising for any one."""
+    """The root's entries, sorted, without following links out of the root or raising for any one.
+    A root that is itself a symbolic link (replaced by one after it was resolved, as a memory folder
+    can be) has none: its target is some other folder."""
+    if os.path.islink(root):
+        log.warning("root_is_a_link", root=str(root), target=os.path.realpath(root))
+        return
     root_real = os.path.realpath(root)
     spec = spec if spec is not None else load_ignore(Path(root_real))
 

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import datetime
 import signal
+from pathlib import Path
 
 import procrastinate
 import procrastinate.worker
@@ -25,12 +26,13 @@ from psycopg.rows import class_row
 
 from pgrecall import database, queries
 from pgrecall.embedding import embedder_for
-from pgrecall.errors import first_line, reason
-from pgrecall.roots import Root, archive_folder
+from pgrecall.errors import PgRecallError, first_line, reason
+from pgrecall.roots import MEMORY_ROOT, Root, archive_folder
 from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, statistics, store, tasks
 from pgrecall.worker.chunk import chunking_signature
+from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.watch import POLLING, Watcher
 
@@ -78,7 +80,20 @@ async def _reconcile_forever(app: procrastinate.App, pool, roots: list[Root], se
     while True:
         for root in roots:
             await reconcile.reconcile(app, pool, root.path, chunking, space, max_file_bytes=settings.max_file_bytes)
+            if root.name == MEMORY_ROOT:
+                await _purge_trash(root.path, settings.memory_trash_days)
         await asyncio.sleep(settings.reconcile_seconds)
+
+
+async def _purge_trash(folder: Path, days: int) -> None:
+    """Forgotten memories older than PGRECALL_MEMORY_TRASH_DAYS leave the trash for good."""
+    try:
+        purged = await asyncio.to_thread(MemoryFolder(folder).purge_trash, days)
+    except (OSError, PgRecallError) as exc:  # a folder replaced by a link, no permission: the next round retries
+        log.warning("memory_trash_not_purged", folder=str(folder), error=reason(exc))
+        return
+    for path in purged:
+        log.info("memory_purged", path=path, after_days=days)
 
 
 async def _worker(app: procrastinate.App, settings: Settings, pool, ready: asyncio.Event) -> None:

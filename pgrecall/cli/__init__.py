@@ -37,7 +37,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "index": ("index", "reembed"),
     "search": ("search",),
     "recent": ("recent",),
-    "memories": ("remember", "update", "forget", "memories"),
+    "memories": ("remember", "update", "forget", "restore", "memories"),
     "service": ("serve", "watch", "worker"),
     "sources": ("sources",),
     "servers": ("api", "mcp"),

@@ -1,4 +1,4 @@
-"""`pgrecall remember`, `update`, `forget` (the memory write path) and `memories` (reads the folder only)."""
+"""`pgrecall remember`, `update`, `forget`, `restore` (the memory write path) and `memories` (reads the folder only)."""
 
 from __future__ import annotations
 
@@ -47,17 +47,36 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     update.add_argument("--text", help="the new text; - reads it from stdin")
     update.add_argument("--title")
     update.add_argument("--tag", action="append", default=None, help="the new tags (replace the old), repeatable")
+    update.add_argument(
+        "--expect",
+        metavar="VERSION",
+        help="the version you read (memories --json): refused, exit 1, if the memory changed since",
+    )
     update.add_argument("--json", action="store_true", help="print the memory as JSON")
 
     forget = command(
         commands,
         "forget",
         run_forget,
-        help="delete a memory from the memory folder and the index",
-        epilog="example: pgrecall forget 3f9c0a1b2c4d",
+        help="move a memory into the trash (out of the index; pgrecall restore brings it back)",
+        description="Move the memory's note into the trash of the memory folder (.trash/, not indexed); "
+        "after PGRECALL_MEMORY_TRASH_DAYS days a running service deletes it. --purge deletes it at once.",
+        epilog="example: pgrecall forget 3f9c0a1b2c4d\n         pgrecall forget 3f9c0a1b2c4d --purge",
     )
     forget.add_argument("id", help="the id remember printed")
+    forget.add_argument("--expect", metavar="VERSION", help="the version you read: refused if it changed since")
+    forget.add_argument("--purge", action="store_true", help="delete for good (also a memory already in the trash)")
     forget.add_argument("--json", action="store_true", help="print the forgotten memory as JSON")
+
+    restore = command(
+        commands,
+        "restore",
+        run_restore,
+        help="bring a forgotten memory back from the trash, with its id, and index it again",
+        epilog="example: pgrecall restore 3f9c0a1b2c4d   (pgrecall memories --forgotten lists the ids)",
+    )
+    restore.add_argument("id", help="the id of the forgotten memory")
+    restore.add_argument("--json", action="store_true", help="print the memory as JSON")
 
     listing = command(
         commands,
@@ -69,6 +88,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     listing.add_argument("--since", help="only memories updated since this ISO date or time")
     listing.add_argument("--tag", action="append", default=[], help="only memories with this tag, repeatable")
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
+    listing.add_argument("--forgotten", action="store_true", help="the memories in the trash, newest forgotten first")
     listing.add_argument("--json", action="store_true", help="print one JSON array")
 
 
@@ -112,7 +132,9 @@ def run_update(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run():
         async with _service(settings) as service:
-            return service.root, await service.update(args.id, text=text, title=args.title, tags=args.tag)
+            return service.root, await service.update(
+                args.id, text=text, title=args.title, tags=args.tag, expect=args.expect
+            )
 
     folder, saved = asyncio.run(run())
     _print_saved(saved, folder, args.json, "updated")
@@ -122,27 +144,51 @@ def run_update(args: argparse.Namespace, settings: Settings) -> int:
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     async def run():
         async with _service(settings) as service:
-            return service.root, await service.forget(args.id)
+            return service.root, await service.forget(args.id, expect=args.expect, purge=args.purge)
 
     folder, memory = asyncio.run(run())
     if args.json:
         print(json.dumps(memory.to_json(), ensure_ascii=False))
+    elif args.purge:
+        print(f"purged {memory.id} {folder}/{memory.path}")
     else:
         print(f"forgot {memory.id} {folder}/{memory.path}")
+        print(f"pgrecall: moved to the trash; pgrecall restore {memory.id} brings it back", file=sys.stderr)
+    return 0
+
+
+def run_restore(args: argparse.Namespace, settings: Settings) -> int:
+    async def run():
+        async with _service(settings) as service:
+            return service.root, await service.restore(args.id)
+
+    folder, saved = asyncio.run(run())
+    _print_saved(saved, folder, args.json, "restored")
     return 0
 
 
 def run_memories(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.memory_notes import folder_of, read_memories
 
-    chosen = read_memories(folder_of(settings), since=args.since, tags=args.tag, limit=args.limit)
+    unreadable: list[str] = []
+    chosen = read_memories(
+        folder_of(settings),
+        since=args.since,
+        tags=args.tag,
+        limit=args.limit,
+        forgotten=args.forgotten,
+        unreadable=unreadable,
+    )
+    for path in unreadable:
+        print(f"pgrecall: warning: cannot read the memory note {path} (its permissions?): not listed", file=sys.stderr)
     if args.json:
         print(json.dumps([memory.to_json() for memory in chosen], ensure_ascii=False))
         return 0
     if not chosen:
-        print("no memories")
+        print("no forgotten memories" if args.forgotten else "no memories")
     for memory in chosen:
         first_line = memory.title or memory.text.splitlines()[0]
         tags = "".join(f"  #{tag}" for tag in memory.tags)
-        print(f"{memory.id}  {memory.updated}  {first_line[:80]}{tags}")
+        when = f"forgotten {memory.forgotten}" if args.forgotten else memory.updated
+        print(f"{memory.id}  {when}  {first_line[:80]}{tags}")
     return 0

@@ -1,15 +1,14 @@
 -- Queries of the memory service (pgrecall.worker.memory_service). Values are always parameters.
 
 -- memory_by_digest --
--- An indexed memory with exactly this text (its front matter's content_sha256).
+-- The ids of indexed memories whose front matter's content_sha256 is this text's: consulted only
+-- for notes that can no longer be read (the folder's notes are the source of truth).
 SELECT metadata ->> 'id'
 FROM pgrecall.documents
 WHERE source_root = %(root)s
   AND parent_id IS NULL
-  AND error IS NULL
   AND metadata ->> 'content_sha256' = %(digest)s
 ORDER BY id
-LIMIT 1
 
 -- lock --
 -- Held while one memory is written and indexed, across every process on this database.

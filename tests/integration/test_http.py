@@ -222,8 +222,13 @@ def test_remember_search_update_forget_over_http(index, searcher, memories, memo
     listed = client.get("/memories", params={"tag": "ops"}).json()["memories"]
     assert [m["id"] for m in listed] == [memory["id"]]
 
-    updated = client.patch(f"/memories/{memory['id']}", json={"text": UPDATED})
+    updated = client.patch(f"/memories/{memory['id']}", json={"text": UPDATED, "expect": memory["version"]})
     assert updated.status_code == 200 and updated.json()["text"] == UPDATED
+    assert updated.json()["version"] != memory["version"]
+    stale = client.patch(f"/memories/{memory['id']}", json={"text": "Never.", "expect": memory["version"]})
+    assert stale.status_code == 409 and "changed since it was read" in stale.json()["error"]
+    stale = client.delete(f"/memories/{memory['id']}", params={"expect": memory["version"]})
+    assert stale.status_code == 409 and UPDATED in (memory_folder / memory["path"]).read_text()
     assert updated.json()["title"] == "Cache expiry" and updated.json()["path"] == memory["path"]
     hits = client.post("/search", json={"query": "zorblax cache expiry", "k": 3}).json()["hits"]
     assert hits[0]["path"] == memory["path"] and "5 minutes" in hits[0]["text"] and "17" not in hits[0]["text"]
@@ -237,6 +242,21 @@ def test_remember_search_update_forget_over_http(index, searcher, memories, memo
     assert memory["path"] not in _paths(client, "zorblax", mode="keyword")
     assert client.delete(f"/memories/{memory['id']}").status_code == 404
     assert [m["text"] for m in client.get("/memories").json()["memories"]] == ["Another fact."]
+
+    # Forgetting is undone: the trash lists it, restore brings it back with its id, searchable again.
+    trash = client.get("/memories", params={"forgotten": "true"}).json()["memories"]
+    assert [(m["id"], m["text"]) for m in trash] == [(memory["id"], UPDATED)] and trash[0]["forgotten"]
+    restored = client.post(f"/memories/{memory['id']}/restore")
+    assert restored.status_code == 200 and (restored.json()["id"], restored.json()["path"]) == (
+        memory["id"],
+        memory["path"],
+    )
+    assert memory["path"] in _paths(client, "zorblax cache expiry")
+    assert client.post(f"/memories/{memory['id']}/restore").status_code == 422  # not forgotten
+    assert client.delete(f"/memories/{memory['id']}", params={"purge": "true"}).status_code == 200
+    assert client.get("/memories", params={"forgotten": "true"}).json()["memories"] == []
+    assert client.post(f"/memories/{memory['id']}/restore").status_code == 404
+    assert not (memory_folder / memory["path"]).exists() and memory["path"] not in _paths(client, "zorblax")
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ def test_api_command_read_only_refuses_writes_with_403(db_url, tmp_path):
 
         response = wait_for(answered, 60, message="api up")
         assert response.status_code == 403 and response.json() == {"error": READ_ONLY_REASON}
-        assert httpx.get(f"http://127.0.0.1:{port}/memories").json() == {"memories": []}
+        assert httpx.get(f"http://127.0.0.1:{port}/memories").json() == {"memories": [], "unreadable": []}
         assert not (tmp_path / "memories").exists() or _notes(tmp_path / "memories") == []
     finally:
         server.terminate()

@@ -15,7 +15,7 @@ from pgrecall import contract
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.support.cli import COMMAND, run_cli
 
-MEMORY_TOOLS = {"remember", "update_memory", "forget", "list_memories"}
+MEMORY_TOOLS = {"remember", "update_memory", "forget", "restore_memory", "list_memories"}
 
 
 def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
@@ -156,8 +156,14 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             listed = _json(await client.call_tool("list_memories", {"tags": ["ops"]}))["memories"]
             assert [m["id"] for m in listed] == [memory["id"]]
 
-            updated = _json(await client.call_tool("update_memory", {"id": memory["id"], "text": UPDATED}))
+            stale = {"id": memory["id"], "text": "Zorblax expires never.", "expect": memory["version"]}
+            updated = _json(await client.call_tool("update_memory", {**stale, "text": UPDATED}))
             assert updated["text"] == UPDATED and updated["path"] == memory["path"]
+            assert updated["version"] != memory["version"]
+            # Updated from the version read before: refused in one line, the memory unchanged.
+            text = _error_text(await client.call_tool("update_memory", stale))
+            assert "changed since it was read" in text and "\n" not in text
+            assert UPDATED in (folder / memory["path"]).read_text()
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 3}))["hits"]
             assert hits[0]["path"] == memory["path"] and "5 minutes" in hits[0]["text"]
             assert "17 minutes" not in hits[0]["text"]
@@ -169,6 +175,15 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             assert forgotten["id"] == memory["id"] and not (folder / memory["path"]).exists()
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 10}))["hits"]
             assert memory["path"] not in [hit["path"] for hit in hits]
+            trashed = _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"]
+            assert [(m["id"], m["text"]) for m in trashed] == [(memory["id"], UPDATED)] and trashed[0]["forgotten"]
+            restored = _json(await client.call_tool("restore_memory", {"id": memory["id"]}))
+            assert (restored["id"], restored["path"], restored["indexed"]) == (memory["id"], memory["path"], True)
+            hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 3}))["hits"]
+            assert hits[0]["path"] == memory["path"]
+            purged = _json(await client.call_tool("forget", {"id": memory["id"], "purge": True}))
+            assert purged["id"] == memory["id"]
+            assert _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"] == []
 
             # Bad input: a one-line tool error, nothing written; unknown ids are refused.
             for tool, arguments, reason in [
@@ -238,3 +253,63 @@ def test_one_hit_has_one_json_and_one_k_limit_on_every_interface(index, db_url, 
     assert from_cli[0]["path"] == "incidents/e4711.md"
     assert list(from_cli[0]) == list(contract.HIT_FIELDS)
     assert from_cli == from_http == from_mcp == json.loads(json.dumps(from_python))
+
+
+def test_invalid_utf8_and_wrong_types_are_refused_in_one_line_over_raw_stdio(db_url, tmp_path):
+    """Bytes that are not UTF-8 are never stored as U+FFFD, and an argument of the wrong type gets
+    one line (not the validator's four lines with a URL): a client speaking JSON-RPC itself."""
+    env = {
+        **os.environ,
+        "PGRECALL_DATABASE_URL": db_url,
+        "PGRECALL_HOME": str(tmp_path / "home"),
+        "PGRECALL_LOG_FORMAT": "json",
+        "PGRECALL_CONFIG": str(tmp_path / "no-config.toml"),
+    }
+
+    def call(number: int, name: str, arguments: dict) -> bytes:
+        request = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {"name": name}}
+        request["params"]["arguments"] = arguments
+        return json.dumps(request).encode() + b"\n"
+
+    initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    wire = (
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}).encode()
+        + b"\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        + b"\n"
+        + call(2, "remember", {"text": "Latin-1 bytes: caf@ and more."}).replace(b"caf@", b"caf\xe9")
+        + call(3, "remember", {"text": "ok", "title": "caf@"}).replace(b"caf@", b"caf\xff\xfe")
+        + call(4, "remember", {"text": 123})
+        + call(5, "remember", {"text": "ok", "tags": "ops"})
+        + call(6, "list_memories", {})
+    )
+    server = subprocess.Popen(
+        [*COMMAND, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    answers = {}
+    try:
+        server.stdin.write(wire)
+        server.stdin.flush()  # kept open: the server ends at EOF, maybe before its last answers
+        while len(answers) < 6:
+            line = server.stdout.readline()
+            assert line, f"the server closed its stdout after answering {sorted(answers)}"
+            message = json.loads(line)
+            if "id" in message:
+                answers[message["id"]] = message["result"]
+    finally:
+        server.stdin.close()
+        server.wait(60)
+        server.stdout.close()
+    errors = {number: answers[number]["content"][0]["text"] for number in (2, 3, 4, 5)}
+    assert all(answers[number]["isError"] for number in errors), answers
+    expected = {
+        2: "text is not valid UTF-8 (or holds the noncharacter U+FDD0)",
+        3: "title is not valid UTF-8 (or holds the noncharacter U+FDD0)",
+        4: "text: Input should be a valid string",
+        5: "tags: Input should be a valid list",
+    }
+    for number, reason in expected.items():  # the SDK may put "Error executing tool remember: " in front
+        assert errors[number].endswith(reason) and "\n" not in errors[number], errors[number]
+    listed = answers[6]["structuredContent"] or json.loads(answers[6]["content"][0]["text"])
+    assert listed["memories"] == []
+    assert not (tmp_path / "home" / "memories").exists() or list((tmp_path / "home" / "memories").rglob("*.md")) == []

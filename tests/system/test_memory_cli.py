@@ -182,7 +182,7 @@ def test_a_users_note_cannot_be_forgotten_or_updated_by_its_path(cli_env, folder
     assert [m["id"] for m in json.loads(ok(pgrecall("memories", "--json", env=cli_env)))] == [mine["id"]]
 
 
-@pytest.mark.parametrize("command", ["remember", "update", "forget", "memories"])
+@pytest.mark.parametrize("command", ["remember", "update", "forget", "restore", "memories"])
 def test_each_memory_command_has_help_with_an_example(command):
     result = run_cli(command, "--help", timeout=60)
     assert result.returncode == 0
@@ -195,6 +195,7 @@ PYTHON_API = textwrap.dedent(
     import pgrecall.api as api
     import pgrecall.memories as memories
     from pgrecall.errors import InvalidInput
+    from pgrecall.memory_client import StaleVersion
 
     loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
     saved = memories.remember(sys.argv[1], title="Queue locking", tags=["architecture"],
@@ -212,7 +213,20 @@ PYTHON_API = textwrap.dedent(
         again = "forgotten twice"
     except InvalidInput as exc:  # MemoryNotFound is one
         again = str(exc)
+    trash = [memory.id for memory in memories.list_memories(forgotten=True)]
+    restored = memories.restore(saved.memory.id)
+    back = api.search("ingest queue SQS managed retries", k=3)[0].path
+    try:
+        memories.update_memory(saved.memory.id, text="Stale.", expect=saved.memory.version)
+        stale = "updated from a stale version"
+    except StaleVersion as exc:
+        stale = str(exc)
+    memories.forget(saved.memory.id, purge=True)
     print(json.dumps({
+        "trash": trash,
+        "restored": restored.to_json(),
+        "back": back,
+        "stale": stale,
         "loaded_on_import": loaded,
         "saved": saved.to_json(),
         "twice": [twice.created, twice.memory.id],
@@ -256,6 +270,10 @@ def test_the_python_api_remembers_updates_and_forgets_then_closes_cleanly(db_url
     assert out["listed"] == [saved["id"]] and out["forgotten"] == saved["id"]
     assert saved["path"] not in out["after"] and not (folder / saved["path"]).exists()
     assert out["again"] == f"no memory {saved['id']}" and out["empty"] == []
+    assert out["trash"] == [saved["id"]] and out["back"] == saved["path"]
+    assert (out["restored"]["id"], out["restored"]["text"]) == (saved["id"], NEW_DECISION)
+    assert "changed since it was read" in out["stale"]
+    assert list(folder.rglob("*.md")) == []  # purged: not in the folder, not in its trash
 
 
 def test_serve_watches_the_memory_folder(db_url, tmp_path):
@@ -281,3 +299,27 @@ def test_serve_watches_the_memory_folder(db_url, tmp_path):
         assert query(db_url, "SELECT count(*) FROM pgrecall.documents WHERE source_root = %s", (str(folder),)) == [(1,)]
     finally:
         assert service.stop() == 0
+
+
+def test_forget_restore_purge_and_a_stale_version_on_the_command_line(cli_env, folder):
+    saved = json.loads(ok(pgrecall("remember", DECISION, "--tag", "queue", "--json", env=cli_env)))
+    stale = pgrecall("update", saved["id"], "--expect", "0123456789abcdef", "--text", "x", env=cli_env)
+    assert stale.returncode == 1 and stale.stderr.count("\n") == 1 and "changed since it was read" in stale.stderr
+    assert json.loads(ok(pgrecall("memories", "--json", env=cli_env)))[0]["text"] == DECISION
+
+    assert ok(pgrecall("forget", saved["id"], "--expect", saved["version"], env=cli_env)).startswith(
+        f"forgot {saved['id']} "
+    )
+    assert json.loads(ok(pgrecall("memories", "--json", env=cli_env))) == []
+    trash = json.loads(ok(pgrecall("memories", "--forgotten", "--json", env=cli_env)))
+    assert [(m["id"], m["text"]) for m in trash] == [(saved["id"], DECISION)] and trash[0]["forgotten"]
+    assert all(hit["path"] != saved["path"] for hit in search(cli_env, QUESTION))
+
+    restored = json.loads(ok(pgrecall("restore", saved["id"], "--json", env=cli_env)))
+    assert (restored["id"], restored["path"], restored["tags"]) == (saved["id"], saved["path"], ["queue"])
+    assert search(cli_env, QUESTION)[0]["path"] == saved["path"]
+
+    assert ok(pgrecall("forget", saved["id"], "--purge", env=cli_env)).startswith(f"purged {saved['id']} ")
+    again = pgrecall("restore", saved["id"], env=cli_env)
+    assert again.returncode == 1 and f"no forgotten memory {saved['id']}" in again.stderr
+    assert notes_on_disk(folder) == []
