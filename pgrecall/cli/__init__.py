@@ -39,7 +39,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "memories": ("remember", "update", "forget", "memories"),
     "service": ("serve", "watch", "worker"),
     "sources": ("sources",),
-    "servers": ("api", "mcp"),
+    "servers": ("api", "ui", "mcp"),
     "status": ("status", "failures"),
     "db": ("db", "migrate"),
     "setup": ("setup",),
