@@ -389,12 +389,14 @@ def router(
 
     router.add_api_route("/memories", memories_page, methods=["GET"], route_class_override=PageRoute)
 
-    @router.get("/memories/{memory_id}", response_class=HTMLResponse)
     def memory_page(request: Request, memory_id: str) -> HTMLResponse:
         found = next((memory for memory in all_memories() if memory["id"] == memory_id), None)
         if found is None:
             return page(request, "missing.html", {**common, "what": f"no memory {memory_id}"}, 404)
         return page(request, "memory.html", {**common, "memory": found, "html": render_markdown(found["text"])})
+
+    # A page route as well: a JSON GET /memories/{id} of the API, should it come, is not shadowed.
+    router.add_api_route("/memories/{memory_id}", memory_page, methods=["GET"], route_class_override=PageRoute)
 
     return router
 

@@ -136,7 +136,7 @@ def test_memories_are_listed_newest_first_with_counts_and_shown_escaped(client):
     assert "#ops (2)" in page.text and "project apollo (1)" in page.text
     only = client.get("/memories", params={"project": "apollo"}, headers=HTML).text
     assert "Deploy day" in only and "Coffee" not in only.split("<ol")[1]
-    one = client.get("/memories/0123456789ab").text
+    one = client.get("/memories/0123456789ab", headers=HTML).text
     assert "&lt;b&gt;oat&lt;/b&gt;" in one and "<b>oat</b>" not in one
     assert client.get("/memories").json()["memories"][0]["id"] == "0123456789ab"  # the JSON, as before
 
