@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
+from pgrecall.api import web
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
@@ -484,8 +485,11 @@ def create_app(
     memories: Lazy[MemoryWriter] | None = None,
     read_only: bool = False,
     memory_folder: Path | None = None,
+    status: Callable[[], dict[str, Any]] | None = None,
+    listen_host: str | None = None,
 ) -> FastAPI:
-    """The app. `memories`: the memory client, or a Startup that builds it on the first write (built
+    """The app, with the web page (pgrecall.api.web) at /: `status` gives its status page what
+    `pgrecall status` reports, `listen_host` joins its Host allow-list. `memories`: the memory client, or a Startup that builds it on the first write (built
     by the caller: this module never imports the write path); None, or `read_only`, refuses writes
     with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client."""
     app = FastAPI(
@@ -497,6 +501,8 @@ def create_app(
         "Memories are Markdown notes of the memory folder, indexed before each write returns.",
     )
     add_error_handlers(app)
+    # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
+    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token))
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)
@@ -520,11 +526,12 @@ def serve(
     memories: Lazy[MemoryWriter] | None = None,
     read_only: bool = False,
     memory_folder: Path | None = None,
+    status: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     import uvicorn
 
     check_binding(host, token, port)
-    app = create_app(searcher, token if token else None, memories, read_only, memory_folder)
+    app = create_app(searcher, token if token else None, memories, read_only, memory_folder, status, host)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again
     # under the handler it found; this one turns that into a clean exit 0,
     # which is what a supervisor expects of a requested stop.

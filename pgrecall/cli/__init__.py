@@ -40,7 +40,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "memories": ("remember", "update", "forget", "restore", "memories"),
     "service": ("serve", "watch", "worker"),
     "sources": ("sources",),
-    "servers": ("api", "mcp"),
+    "servers": ("api", "ui", "mcp"),
     "status": ("status", "failures"),
     "models": ("models",),
     "db": ("db", "migrate"),

@@ -9,7 +9,13 @@ queue) is imported.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import socket
+import sys
+import threading
+import time
+import webbrowser
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pgrecall.cli.common import command, searcher
 from pgrecall.settings import Settings
@@ -37,6 +43,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     api.add_argument(
         "--read-only", action="store_true", help="refuse memory writes (POST, PATCH, DELETE /memories) with 403"
     )
+    ui = command(
+        commands,
+        "ui",
+        run_ui,
+        help="the web page: start the API on 127.0.0.1 and open it in the browser",
+        epilog="example: pgrecall ui; or pgrecall ui --no-browser --port 8766, then open http://127.0.0.1:8766/",
+    )
+    ui.add_argument("--port", type=int, default=8765, help="TCP port, 1-65535 (default: 8765)")
+    ui.add_argument("--read-only", action="store_true", help="refuse every write, as pgrecall api --read-only")
+    ui.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     mcp = command(
         commands,
         "mcp",
@@ -65,6 +81,37 @@ def api_parts(settings: Settings, read_only: bool) -> tuple[Searcher, Startup[Me
     return searcher(settings, pool_size=8), None if read_only else memory_startup(settings)
 
 
+def status_reader(settings: Settings, index: Searcher, read_only: bool) -> Callable[[], dict[str, Any]]:
+    """What the web page's status shows: `pgrecall status`'s report, on a read-only connection of
+    its own (the reader role may not read the queue or the roots). Files of a root are counted by
+    the worker's scan, which --read-only never imports: there, only what is indexed is shown."""
+    from pgrecall import database
+    from pgrecall import status as status_module
+    from pgrecall.memory_notes import MemoryNotes, folder_of
+
+    count_files = None
+    if not read_only:
+        from pgrecall.worker.scan import iter_files
+
+        def count_files(folder):
+            return sum(1 for _ in iter_files(folder))
+
+    def report() -> dict[str, Any]:
+        with database.connect(database.database_url(settings), read_only=True) as conn:
+            found = status_module.report(
+                conn,
+                settings,
+                count_files=count_files,
+                memory_folder=folder_of(settings),
+                count_memories=lambda folder: sum(1 for _ in MemoryNotes(folder).memories()),
+                embedding_space=index.embedder.space,
+            )
+            found["failures"] = status_module.failures(conn, limit=100)
+        return found
+
+    return report
+
+
 def run_api(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.api import http
     from pgrecall.memory_notes import folder_of
@@ -80,12 +127,51 @@ def run_api(args: argparse.Namespace, settings: Settings) -> int:
             memories=memories,
             read_only=args.read_only,
             memory_folder=folder_of(settings),
+            status=status_reader(settings, index, args.read_only),
         )
     finally:
         index.close()
         if memories is not None:
             memories.close()
     return 0
+
+
+def open_browser_when_listening(address: str, port: int, timeout_s: float = 60.0) -> threading.Thread:
+    """Open `address` in the browser once the port accepts connections; without a browser (a server,
+    a container) print the address instead: never an error."""
+
+    def wait_then_open() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            return
+        opened = False
+        try:
+            opened = webbrowser.open(address)
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            print(f"pgrecall ui: open {address} in a browser", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=wait_then_open, name="pgrecall-ui-browser", daemon=True)
+    thread.start()
+    return thread
+
+
+def run_ui(args: argparse.Namespace, settings: Settings) -> int:
+    """`pgrecall api` on loopback, and the browser opened on its page."""
+    address = f"http://127.0.0.1:{args.port}/"
+    if args.no_browser:
+        print(f"pgrecall ui: {address}", file=sys.stderr, flush=True)
+    else:
+        open_browser_when_listening(address, args.port)
+    args.host = "127.0.0.1"
+    return run_api(args, settings)
 
 
 def mcp_parts(settings: Settings, read_only: bool) -> tuple[Startup[Searcher], Startup[MemoryWriter] | None]:

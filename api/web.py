@@ -1,0 +1,405 @@
+"""The web page of `pgrecall api`: search, read a document, the status, and the memories (read-only).
+
+Pages are rendered on the server from Jinja2 templates (api/templates, autoescaped) and work
+without JavaScript: `/?q=...` is a search anyone can bookmark. htmx (vendored in api/static,
+version and checksum in api/static/VENDORED.md; no CDN) adds search-as-you-type and the status
+page's refresh. Every read goes through the same Searcher and contract as the JSON API; nothing
+here writes a row or a file. Memories are listed and shown, not edited: their write semantics
+are changing (versions, undoable forget), and the forms wait for them.
+
+Safety (mount() installs it):
+- Host allow-list: without a token only loopback names (and the address listened on) are served,
+  so a page of another site cannot reach this one by DNS rebinding.
+- With a token (any non-loopback address needs one) a page asks for it once (/login) and keeps
+  it in an HttpOnly, SameSite=Strict cookie; the bearer header works as well.
+- A write (any method but GET, HEAD, OPTIONS), of the page or of the JSON API, whose Origin is
+  another site's, or whose Sec-Fetch-Site says cross-site, is refused with 403.
+- Every page carries a strict Content-Security-Policy (scripts and styles from this server only,
+  no inline script, no eval), text of notes is escaped, and Markdown is rendered with HTML off.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import hmac
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import APIRouter, Depends, FastAPI, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from markdown_it import MarkdownIt
+from markupsafe import Markup, escape
+from starlette.datastructures import Headers
+from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pgrecall import contract, kinds
+from pgrecall.api.search import Searcher
+from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
+from pgrecall.memory_notes import read_memories
+
+HERE = Path(__file__).parent
+COOKIE = "pgrecall_token"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CROSS_SITE_REASON = "refused: a write from another site (Origin or Sec-Fetch-Site)"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+CONVERSATION_KINDS = frozenset(
+    {kinds.CLAUDE_CONVERSATION, kinds.CLAUDE_CODE_SESSION, kinds.CHATGPT_CONVERSATION, kinds.CLAUDE_PROJECT}
+)
+MAX_HIGHLIGHT_TERMS = 32
+_WORDS = re.compile(r"\w+")
+
+# CommonMark with tables; raw HTML off, so `<script>` in a note is text. markdown-it's own
+# link check refuses javascript:, vbscript:, file: and data: (but images) URLs.
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+
+def render_markdown(text: str) -> Markup:
+    """Markdown as HTML, raw HTML in it escaped."""
+    return Markup(_markdown.render(text))
+
+
+def highlight(text: str, query: str) -> Markup:
+    """`text` escaped, each of the query's words in it (case-insensitive) wrapped in <mark>."""
+    tokens = {t.strip(".,;:!?\"'()[]{}").lower() for t in query.split()}  # identifiers whole: E-4711
+    words = sorted(
+        {w for w in tokens | {w.lower() for w in _WORDS.findall(query)} if len(w) > 1}, key=len, reverse=True
+    )
+    if not words:
+        return escape(text)
+    pattern = re.compile("|".join(re.escape(w) for w in words[:MAX_HIGHLIGHT_TERMS]), re.IGNORECASE)
+    parts: list[Markup] = []
+    last = 0
+    for match in pattern.finditer(text):
+        parts.append(escape(text[last : match.start()]))
+        parts.append(Markup("<mark>%s</mark>") % match.group())
+        last = match.end()
+    parts.append(escape(text[last:]))
+    return Markup("").join(parts)
+
+
+def passage_key(text: str) -> str:
+    """What links a hit to its chunk in the document view (a hit carries no ordinal): its text's digest."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def why_matched(hit: contract.Hit) -> list[str]:
+    """Each arm that found the passage, with its rank (and its normalised score under convex fusion)."""
+    reasons = []
+    for arm, rank in sorted(hit.ranks.items()):
+        if rank is None:
+            continue
+        score = (hit.arm_scores or {}).get(arm)
+        reasons.append(f"{arm} #{rank}" + (f" ({score:.2f})" if score is not None else ""))
+    if hit.similarity is not None:
+        reasons.append(f"similarity {hit.similarity:.2f}")
+    return reasons
+
+
+def role_of(heading: str) -> str:
+    """A conversation chunk's speaker: the last part of its heading ("Title > user")."""
+    return heading.rsplit(">", 1)[-1].strip().lower() or "turn"
+
+
+def host_name(host: str) -> str:
+    """The name of a Host header, without its port."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def is_cross_site(headers: Headers) -> bool:
+    """True for a request a page of another site made: its Origin is not this Host, or the browser says so."""
+    if headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+        return True
+    origin = headers.get("origin")
+    if origin is None:
+        return False  # not a browser's cross-origin request (curl, the CLI, a same-origin form of older browsers)
+    if origin == "null":
+        return True
+    return urlsplit(origin).netloc.lower() != headers.get("host", "").lower()
+
+
+class CrossSiteWriteGuard:
+    """ASGI middleware: a write from another site is refused with 403 before any route runs."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS and is_cross_site(Headers(scope=scope)):
+            await JSONResponse({"error": CROSS_SITE_REASON}, status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class PageRoute(APIRoute):
+    """A page on the path of a JSON route (/documents/{id}, /memories): it answers only requests that
+    ask for HTML, as a browser's navigation does; the others reach the JSON route."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and "text/html" not in Headers(scope=scope).get("accept", ""):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+class NeedsLogin(Exception):
+    """A page asked for without the token."""
+
+
+def page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+    response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def allowed_hosts(listen_host: str | None, token: str | None) -> frozenset[str] | None:
+    """The Host names pages answer: loopback names and the address listened on; None (any) with a token."""
+    if token:
+        return None
+    return LOOPBACK_NAMES | ({host_name(listen_host)} if listen_host else set())
+
+
+def mount(
+    app: FastAPI,
+    searcher: Searcher,
+    token: str | None = None,
+    read_only: bool = False,
+    memory_folder: Path | None = None,
+    status: Callable[[], dict[str, Any]] | None = None,
+    hosts: frozenset[str] | None = frozenset(LOOPBACK_NAMES),
+) -> None:
+    """The pages, their static files and the cross-site write guard, on `app`. `status`: what
+    `pgrecall status` reports (built by the caller with a read-only connection); without it the
+    status page shows the search side's /health. `hosts`: the Host allow-list (None: any)."""
+    app.add_middleware(CrossSiteWriteGuard)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    async def on_needs_login(request: Request, exc: Exception) -> Response:
+        return RedirectResponse("/login?" + urlencode({"next": request.url.path}), status_code=303)
+
+    app.add_exception_handler(NeedsLogin, on_needs_login)
+    app.include_router(
+        router(searcher, token, read_only, memory_folder, status),
+        dependencies=[Depends(_host_guard(hosts)), Depends(_login_guard(token))],
+    )
+    app.include_router(login_router(token), dependencies=[Depends(_host_guard(hosts))])
+
+
+def _host_guard(hosts: frozenset[str] | None) -> Callable[[Request], None]:
+    def check(request: Request) -> None:
+        if hosts is not None and host_name(request.headers.get("host", "")) not in hosts:
+            from fastapi import HTTPException
+
+            raise HTTPException(status_code=421, detail="this page answers only on its own address (Host refused)")
+
+    return check
+
+
+def _presented_token(request: Request) -> str:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else request.cookies.get(COOKIE, "")
+
+
+def _login_guard(token: str | None) -> Callable[[Request], None]:
+    def check(request: Request) -> None:
+        if token is not None and not hmac.compare_digest(_presented_token(request).encode(), token.encode()):
+            raise NeedsLogin()
+
+    return check
+
+
+def _safe_next(target: str) -> str:
+    """Only a path of this site: never another host (`//evil`, `https://...`)."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+def login_router(token: str | None) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/login", response_class=HTMLResponse)
+    def login_form(request: Request, next: str = "/") -> HTMLResponse:
+        return page(request, "login.html", {"next": _safe_next(next), "wrong": False, "token_needed": bool(token)})
+
+    @router.post("/login", response_class=HTMLResponse)
+    def login(request: Request, token_field: str = Form("", alias="token"), next: str = Form("/")) -> Response:
+        if token is None:
+            return RedirectResponse(_safe_next(next), status_code=303)
+        if not hmac.compare_digest(token_field.encode(), token.encode()):
+            context = {"next": _safe_next(next), "wrong": True, "token_needed": True}
+            return page(request, "login.html", context, status_code=401)
+        response = RedirectResponse(_safe_next(next), status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    return router
+
+
+def _search_filters(root: str, kind: str, project: str, since: str, before: str) -> dict[str, str]:
+    given = {"root": root, "kind": kind, "project": project, "since": since, "before": before}
+    return {name: value.strip() for name, value in given.items() if value.strip()}
+
+
+def router(
+    searcher: Searcher,
+    token: str | None,
+    read_only: bool,
+    memory_folder: Path | None,
+    status: Callable[[], dict[str, Any]] | None,
+) -> APIRouter:
+    """GET /, /documents/{id} (HTML), /status, /memories (HTML), /memories/{id}."""
+    router = APIRouter(include_in_schema=False)
+    common = {"read_only": read_only, "with_memories": memory_folder is not None}
+
+    @router.get("/", response_class=HTMLResponse)
+    def search_page(
+        request: Request,
+        q: str = "",
+        mode: str = "hybrid",
+        k: int = contract.DEFAULT_K,
+        root: str = "",
+        kind: str = "",
+        project: str = "",
+        since: str = "",
+        before: str = "",
+    ) -> HTMLResponse:
+        filters = _search_filters(root, kind, project, since, before)
+        hits: list[contract.Hit] = []
+        error = None
+        if q.strip():
+            try:
+                hits = searcher.run(contract.search_request(q, k=k, mode=mode, filters=filters or None))
+            except (InvalidInput, EmbeddingSpaceMismatch) as exc:
+                error = str(exc)
+        context = {
+            **common,
+            "q": q,
+            "mode": mode,
+            "k": k,
+            "filters": {"root": root, "kind": kind, "project": project, "since": since, "before": before},
+            "modes": contract.MODES,
+            "kinds": kinds.SEARCHABLE,
+            "hits": [
+                {
+                    "hit": hit,
+                    "title": highlight(hit.title or hit.heading or hit.path, q),
+                    "snippet": highlight(hit.snippet, q),
+                    "why": why_matched(hit),
+                    "date": _date(hit.occurred_at or hit.modified),
+                    "link": f"/documents/{hit.document_id}?"
+                    + urlencode({"passage": passage_key(hit.text), "q": q})
+                    + f"#p-{passage_key(hit.text)}",
+                }
+                for hit in hits
+            ],
+            "error": error,
+        }
+        # htmx asks for the results alone as the query is typed; a navigation gets the page.
+        partial = (
+            request.headers.get("hx-request") == "true" and request.headers.get("hx-history-restore-request") != "true"
+        )
+        return page(
+            request, "results.html" if partial else "search.html", context, 422 if error and not partial else 200
+        )
+
+    def document_page(request: Request, document_id: int, passage: str = "", q: str = "") -> HTMLResponse:
+        found = searcher.get_document(document_id)
+        if found is None:
+            return page(request, "missing.html", {**common, "what": f"no document {document_id}"}, 404)
+        conversation = found.kind in CONVERSATION_KINDS
+        chunks = [
+            {
+                "key": passage_key(chunk["text"]),
+                "heading": chunk["heading"],
+                "role": role_of(chunk["heading"]) if conversation else None,
+                "html": render_markdown(chunk["text"]),
+                "hit": bool(passage) and passage_key(chunk["text"]) == passage,
+            }
+            for chunk in found.chunks
+        ]
+        location = Path(found.source_root) / found.path.split("#", 1)[0]
+        context = {
+            **common,
+            "document": found,
+            "chunks": chunks,
+            "conversation": conversation,
+            "q": q,
+            "file_url": location.as_uri() if location.is_absolute() else None,
+            "location": str(location),
+            "date": _date(found.occurred_at or found.mtime),
+        }
+        return page(request, "document.html", context)
+
+    router.add_api_route("/documents/{document_id}", document_page, methods=["GET"], route_class_override=PageRoute)
+
+    @router.get("/status", response_class=HTMLResponse)
+    def status_page(request: Request) -> HTMLResponse:
+        report = status() if status is not None else None
+        health = searcher.health() if report is None else None
+        partial = request.headers.get("hx-request") == "true"
+        context = {**common, "report": report, "health": health}
+        return page(request, "status_body.html" if partial else "status.html", context)
+
+    def all_memories() -> list[dict[str, Any]]:
+        if memory_folder is None:
+            return []
+        return [memory.to_json() for memory in read_memories(memory_folder, limit=contract.MAX_LIST)]
+
+    def memories_page(request: Request, tag: str = "", project: str = "") -> HTMLResponse:
+        every = all_memories()
+        tags = Counter(t for memory in every for t in memory["tags"])
+        projects = Counter(
+            str(memory["metadata"].get("project")) for memory in every if memory["metadata"].get("project")
+        )
+        chosen = [
+            memory
+            for memory in every
+            if (not tag or tag in memory["tags"]) and (not project or str(memory["metadata"].get("project")) == project)
+        ]
+        context = {
+            **common,
+            "memories": chosen,
+            "total": len(every),
+            "tags": tags.most_common(),
+            "projects": projects.most_common(),
+            "tag": tag,
+            "project": project,
+        }
+        return page(request, "memories.html", context)
+
+    router.add_api_route("/memories", memories_page, methods=["GET"], route_class_override=PageRoute)
+
+    def memory_page(request: Request, memory_id: str) -> HTMLResponse:
+        found = next((memory for memory in all_memories() if memory["id"] == memory_id), None)
+        if found is None:
+            return page(request, "missing.html", {**common, "what": f"no memory {memory_id}"}, 404)
+        return page(request, "memory.html", {**common, "memory": found, "html": render_markdown(found["text"])})
+
+    # A page route as well: a JSON GET /memories/{id} of the API, should it come, is not shadowed.
+    router.add_api_route("/memories/{memory_id}", memory_page, methods=["GET"], route_class_override=PageRoute)
+
+    return router
+
+
+def _date(value: datetime.datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else ""
