@@ -252,7 +252,7 @@ async def write_document(
         before = await _statistics_of(conn, [document_id])
         rows = _rows_to_write(chunks, vectors, language, space_id)
         old = await _chunk_keys(conn, document_id) if chunks else []
-        kept = _unchanged_rows(old, rows)  # new ordinal -> the old row it keeps
+        kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
         kept_ids = [row.id for row in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
         if chunks:
@@ -342,6 +342,7 @@ class ChunkKey:
     write_key: str | None  # None: written before 0022
     section_key: str | None
     fresh_from: int | None
+    embedding_space_id: int | None
 
 
 def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str, space_id: int | None) -> list[RowToWrite]:
@@ -360,12 +361,12 @@ async def _chunk_keys(conn: psycopg.AsyncConnection, document_id: int) -> list[C
         return await cursor.fetchall()
 
 
-def _unchanged_rows(old: Sequence[ChunkKey], rows: Sequence[RowToWrite]) -> dict[int, ChunkKey]:
-    """new ordinal -> the old row of an equal write key; chunks that repeat one another are
-    paired in order."""
+def _unchanged_rows(old: Sequence[ChunkKey], rows: Sequence[RowToWrite], space_id: int | None) -> dict[int, ChunkKey]:
+    """new ordinal -> the old row of an equal write key, its vector in `space_id` as the row says;
+    chunks that repeat one another are paired in order."""
     by_key: dict[str, list[ChunkKey]] = {}
     for row in old:
-        if row.write_key is not None:
+        if row.write_key is not None and row.embedding_space_id == space_id:
             by_key.setdefault(row.write_key, []).append(row)
     kept = {}
     for row in rows:

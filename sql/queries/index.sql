@@ -122,9 +122,9 @@ GROUP BY language
 DELETE FROM pgrecall.chunks WHERE document_id = %(document_id)s AND id <> ALL(%(kept)s::bigint[])
 
 -- chunk_write_keys --
--- What decides whether a chunk's row can stay (its write key, pgrecall.worker.store.write_key),
--- and the section it is labelled with.
-SELECT id, ordinal, write_key, section_key, fresh_from
+-- What decides whether a chunk's row can stay (its write key, pgrecall.worker.store.write_key,
+-- and the space its vector is of), and the section it is labelled with.
+SELECT id, ordinal, write_key, section_key, fresh_from, embedding_space_id
 FROM pgrecall.chunks WHERE document_id = %(document_id)s ORDER BY ordinal
 
 -- park_moved_chunks --

@@ -132,11 +132,15 @@ def test_reembed_embeds_again_exactly_what_is_of_another_space(index, db_url, se
     # Another space's vectors (here: a constant vector stands in for them) on a note and one conversation.
     stale = ["notes/kettle.md", "claude.json#c1"]
     execute(db_url, "UPDATE pgrecall.documents SET embedding_space = %s WHERE path = ANY(%s)", (OTHER, stale))
+    # Rows as a writer of that space leaves them: its space's id on each chunk (0023), which is part
+    # of every row's write key (0022), so vectors of the right space never match them.
+    execute(db_url, "SELECT pgrecall.embedding_space_id(%s, 384)", (OTHER,))
     execute(
         db_url,
-        """UPDATE pgrecall.chunks SET embedding = array_fill(0.05, ARRAY[384])::vector
+        """UPDATE pgrecall.chunks SET embedding = array_fill(0.05, ARRAY[384])::vector,
+                  embedding_space_id = (SELECT id FROM pgrecall.embedding_spaces WHERE space = %s)
            WHERE document_id IN (SELECT id FROM pgrecall.documents WHERE path = ANY(%s))""",
-        (stale,),
+        (OTHER, stale),
     )
 
     summary = asyncio.run(run_reembed(settings, db_url))

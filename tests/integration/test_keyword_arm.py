@@ -179,7 +179,7 @@ def _markdown(abstract: dict, shortened: bool = False) -> str:
     return f"# {abstract['title']}\n\n{text}\n"
 
 
-def _no_rows_kept(old, rows) -> dict:
+def _no_rows_kept(old, rows, space_id) -> dict:
     return {}
 
 

@@ -61,7 +61,9 @@ def test_an_index_of_384_dimensions_gets_one_hnsw_index_per_space_without_reembe
         before = _vectors(conn)
         file_before = conn.execute("SELECT pg_relation_filenode('pgrecall.chunks')").fetchone()[0]
         conn.commit()  # migrate runs its own transaction
-        assert migrate(conn) == ["0023_embedding_spaces.sql"]
+        assert migrate(conn, migrations=[m for m in bundled_migrations() if m.name < "0024"]) == [
+            "0023_embedding_spaces.sql"
+        ]
         # The column lost its typmod without the table being rewritten.
         assert conn.execute("SELECT pg_relation_filenode('pgrecall.chunks')").fetchone()[0] == file_before
 
@@ -112,7 +114,10 @@ def test_an_index_of_384_dimensions_gets_one_hnsw_index_per_space_without_reembe
         assert any(f"chunks_embedding_space_{space.id}" in line for (line,) in plan)
         conn.rollback()
 
-    # Today's write path adds a chunk to an existing space under that space's id.
+    # Today's write path (on today's schema: the migrations after 0023 too) adds a chunk to an
+    # existing space under that space's id.
+    with database.connect(empty_db_url) as conn:
+        migrate(conn)
     asyncio.run(_write_one(empty_db_url, INT8))
     with psycopg.connect(empty_db_url) as conn:
         written = conn.execute(
