@@ -14,9 +14,15 @@ in every language (pgrecall.terms).
 from __future__ import annotations
 
 import functools
+import lzma
+import os
 import re
+import shutil
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pgrecall.languages import CONFIGURATIONS, DEFAULT_LANGUAGES, SIMPLE, configuration_of
 
@@ -28,11 +34,43 @@ _LETTERS = re.compile(r"[^\W\d_]")
 
 @functools.lru_cache(maxsize=8)
 def _identifier(languages: tuple[str, ...]):
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    from py3langid.langid import LanguageIdentifier
 
-    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    ptc, pc, classes, nextmove, row, output = _model()
+    identifier = LanguageIdentifier(np.asarray(ptc), np.asarray(pc), classes, nextmove, output, True, tk_row=row)
     identifier.set_languages(list(languages))
     return identifier
+
+
+def _model() -> tuple:
+    """py3langid's model as its load_model returns it, read from an uncompressed copy in the
+    model cache (PGRECALL_MODEL_CACHE, else PGRECALL_HOME/models), made at first use: the wheel
+    ships it LZMA-compressed, and decompressing it cost every indexing process 0.8 s."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+    from py3langid.modelio import _to_array
+
+    from pgrecall.embedder_base import _from_environment
+
+    source = Path(MODEL_DIR) / MODEL_FILE
+    stat = source.stat()
+    cache = (_from_environment("model_cache") or _from_environment("home") / "models") / (
+        f"py3langid-{stat.st_size}-{int(stat.st_mtime)}.npz"
+    )
+    if not cache.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        with lzma.open(source) as compressed, open(temporary, "wb") as plain:
+            shutil.copyfileobj(compressed, plain, length=1 << 20)
+        os.replace(temporary, cache)  # whole or not at all, whoever else builds it at once
+    with np.load(cache, allow_pickle=False) as data:
+        return (
+            data["ptc"],
+            data["pc"],
+            data["classes"].tolist(),
+            _to_array(data["nextmove"]),
+            _to_array(data["nextmove_row"]),
+            data["out_feat"].tolist(),
+        )
 
 
 def detect(text: str, languages: Sequence[str] = DEFAULT_LANGUAGES) -> str:

@@ -143,3 +143,23 @@ def test_statistics_stay_exact_per_language_through_edits_removals_and_moves(db_
     assert rows(db_url, "SELECT path, language FROM pgrecall.documents") == [("en/export.md", "english")]
     assert rows(db_url, "SELECT count(*) FROM pgrecall.term_stats WHERE language = 'german'") == [(0,)]
     assert keyword(db_url, "Zählerstand") == []
+
+
+def test_the_detector_read_from_its_uncompressed_copy_classifies_as_py3langid_does(tmp_path, monkeypatch):
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from pgrecall.worker import language
+
+    monkeypatch.setenv("PGRECALL_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PGRECALL_MODEL_CACHE", raising=False)
+    language._identifier.cache_clear()
+    try:
+        ours = language._identifier(("en", "de"))
+        assert list((tmp_path / "home" / "models").glob("py3langid-*.npz"))  # the copy, made at first use
+        reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        reference.set_languages(["en", "de"])
+        texts = ["Der Zählerstand wurde gestern abgelesen.", "The replica lags behind the primary.", "Datenbank", "ok"]
+        for text in texts:
+            assert ours.classify(text) == reference.classify(text), text
+    finally:
+        language._identifier.cache_clear()
