@@ -18,6 +18,8 @@ import lzma
 import os
 import re
 import shutil
+import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,16 @@ DETECTED_CHARS = 1000  # ~150 words tell the language (bench/language_detectors.
 _LETTERS = re.compile(r"[^\W\d_]")
 
 
-@functools.lru_cache(maxsize=8)
+_LOADING = threading.Lock()  # the indexer's threads detect at once: one loads the model, the others wait
+
+
 def _identifier(languages: tuple[str, ...]):
+    with _LOADING:
+        return _loaded_identifier(languages)
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded_identifier(languages: tuple[str, ...]):
     from py3langid.langid import LanguageIdentifier
 
     ptc, pc, classes, nextmove, row, output = _model()
@@ -58,10 +68,14 @@ def _model() -> tuple:
     )
     if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        with lzma.open(source) as compressed, open(temporary, "wb") as plain:
+        # A temporary name of its own (another process, or another thread of this one, may build
+        # it at the same time), renamed whole into place.
+        with (
+            tempfile.NamedTemporaryFile(dir=cache.parent, prefix=f".{cache.name}.", delete=False) as plain,
+            lzma.open(source) as compressed,
+        ):
             shutil.copyfileobj(compressed, plain, length=1 << 20)
-        os.replace(temporary, cache)  # whole or not at all, whoever else builds it at once
+        os.replace(plain.name, cache)
     with np.load(cache, allow_pickle=False) as data:
         return (
             data["ptc"],

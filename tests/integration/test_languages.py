@@ -152,7 +152,7 @@ def test_the_detector_read_from_its_uncompressed_copy_classifies_as_py3langid_do
 
     monkeypatch.setenv("PGRECALL_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PGRECALL_MODEL_CACHE", raising=False)
-    language._identifier.cache_clear()
+    language._loaded_identifier.cache_clear()
     try:
         ours = language._identifier(("en", "de"))
         assert list((tmp_path / "home" / "models").glob("py3langid-*.npz"))  # the copy, made at first use
@@ -162,4 +162,4 @@ def test_the_detector_read_from_its_uncompressed_copy_classifies_as_py3langid_do
         for text in texts:
             assert ours.classify(text) == reference.classify(text), text
     finally:
-        language._identifier.cache_clear()
+        language._loaded_identifier.cache_clear()
