@@ -9,7 +9,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
-from pgrecall.model_layout import ModelLayout, read_layout
+from pgrecall.model_layout import ModelLayout, read_json, read_layout
 from pgrecall.settings import SETTINGS, default
 
 if TYPE_CHECKING:
@@ -97,12 +96,7 @@ def resolve_backend(backend: str | None) -> str:
 
 def read_config(path: Path) -> dict:
     """A model folder's JSON file; {} when it is absent."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as error:
-        raise ModelUnavailable(f"cannot read {path}: {error}") from None
+    return read_json(path)
 
 
 class LocalEmbedder(Embedder):

@@ -38,7 +38,7 @@ ONNX_POOLING = ("mean", "cls", "max", "lasttoken")
 _MODULE = "sentence_transformers.models."
 
 
-def _json(path: Path) -> dict | list:
+def read_json(path: Path) -> dict | list:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -83,13 +83,13 @@ class ModelLayout:
 def read_layout(model_dir: Path) -> ModelLayout:
     """The layout of a sentence-transformers folder; a plain transformers folder (no modules.json)
     is read as sentence-transformers reads it: mean pooling, no prompts."""
-    modules = _json(model_dir / "modules.json") or []
+    modules = read_json(model_dir / "modules.json") or []
     types = [str(module.get("type", "")) for module in modules]
     pooling_path = next(
         (model_dir / module.get("path", "") for module in modules if module.get("type") == _MODULE + "Pooling"),
         model_dir / "1_Pooling",
     )
-    pooling_config = _json(pooling_path / "config.json")
+    pooling_config = read_json(pooling_path / "config.json")
     modes = tuple(mode for key, mode in POOLING_MODES.items() if pooling_config.get(key))
     width = pooling_config.get("word_embedding_dimension") or _hidden_size(model_dir)
     dimensions = width * max(len(modes), 1)
@@ -97,8 +97,10 @@ def read_layout(model_dir: Path) -> ModelLayout:
     other = tuple(t.removeprefix(_MODULE) for t in after if t != _MODULE + "Normalize")
     dense = [m for m in modules if m.get("type") == _MODULE + "Dense"]
     if dense:  # the last Dense module sets the width
-        dimensions = int(_json(model_dir / dense[-1].get("path", "") / "config.json").get("out_features") or dimensions)
-    settings = _json(model_dir / "config_sentence_transformers.json")
+        dimensions = int(
+            read_json(model_dir / dense[-1].get("path", "") / "config.json").get("out_features") or dimensions
+        )
+    settings = read_json(model_dir / "config_sentence_transformers.json")
     prompts = settings.get("prompts") or {}
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         raise ModelUnavailable(f"{model_dir / 'config_sentence_transformers.json'}: prompts must map names to strings")
@@ -116,7 +118,7 @@ def read_layout(model_dir: Path) -> ModelLayout:
 
 
 def _hidden_size(model_dir: Path) -> int:
-    config = _json(model_dir / "config.json")
+    config = read_json(model_dir / "config.json")
     for key in ("hidden_size", "d_model", "dim", "n_embd"):
         if isinstance(config.get(key), int):
             return config[key]
