@@ -75,6 +75,9 @@ def _model() -> tuple:
             lzma.open(source) as compressed,
         ):
             shutil.copyfileobj(compressed, plain, length=1 << 20)
+        # NamedTemporaryFile makes it 0600: a cache shared by users (a service's and a person's)
+        # needs it readable by all, as the model files beside it are.
+        os.chmod(plain.name, 0o644)
         os.replace(plain.name, cache)
     with np.load(cache, allow_pickle=False) as data:
         return (

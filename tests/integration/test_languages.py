@@ -155,7 +155,8 @@ def test_the_detector_read_from_its_uncompressed_copy_classifies_as_py3langid_do
     language._loaded_identifier.cache_clear()
     try:
         ours = language._identifier(("en", "de"))
-        assert list((tmp_path / "home" / "models").glob("py3langid-*.npz"))  # the copy, made at first use
+        (copy,) = (tmp_path / "home" / "models").glob("py3langid-*.npz")  # the copy, made at first use
+        assert copy.stat().st_mode & 0o777 == 0o644  # readable by every user sharing the cache
         reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
         reference.set_languages(["en", "de"])
         texts = ["Der Zählerstand wurde gestern abgelesen.", "The replica lags behind the primary.", "Datenbank", "ok"]
