@@ -300,6 +300,11 @@ class Indexer:
             return await self.remove_path(root, path)
         size, mtime = entry.size_and_mtime
         attempt.info = store.FileInfo(size, mtime, None) if size is not None else None
+        if entry.problem == scan.ROOT_IS_A_LINK:
+            # The refusal is the root's, reported by reconciliation, and the index keeps what it
+            # holds for it: a failure recorded for this path would bring back, as a failed
+            # document, a file deleted before the root was replaced (a forgotten memory).
+            return self._report(Outcome(root, path, "skipped", error=entry.problem), attempt.started)
         if entry.problem == scan.OUTSIDE_ROOT:
             return await self._skip(attempt, entry.problem, forget_indexed=True)
         if entry.problem is not None:  # a name that is not UTF-8, a link loop, no permission
