@@ -94,9 +94,10 @@ def resolve_backend(backend: str | None) -> str:
     return backend
 
 
-def read_config(path: Path) -> dict:
-    """A model folder's JSON file; {} when it is absent."""
-    return read_json(path)
+def default_model_cache() -> Path:
+    """Where model files are kept when no embedder names a home: PGRECALL_MODEL_CACHE, else
+    PGRECALL_HOME/models."""
+    return _from_environment("model_cache") or _from_environment("home") / "models"
 
 
 class LocalEmbedder(Embedder):
@@ -134,7 +135,7 @@ class LocalEmbedder(Embedder):
         its home, else PGRECALL_MODEL_CACHE, else PGRECALL_HOME/models."""
         if self._home_given:
             return self.home / "models"
-        return _from_environment("model_cache") or self.home / "models"
+        return default_model_cache()
 
     @functools.cached_property
     def weights_sha256(self) -> str:
@@ -190,12 +191,12 @@ class LocalEmbedder(Embedder):
     def model_max_tokens(self) -> int:
         """Word pieces the model sees per text, prompt and special tokens included."""
         self._check_model_dir()
-        configured = read_config(self.model_path / "sentence_bert_config.json").get("max_seq_length")
+        configured = read_json(self.model_path / "sentence_bert_config.json").get("max_seq_length")
         if configured:
             return int(configured)
         limits = [
-            read_config(self.model_path / "tokenizer_config.json").get("model_max_length"),
-            read_config(self.model_path / "config.json").get("max_position_embeddings"),
+            read_json(self.model_path / "tokenizer_config.json").get("model_max_length"),
+            read_json(self.model_path / "config.json").get("max_position_embeddings"),
         ]
         return int(min(limit for limit in limits if isinstance(limit, int)) if any(limits) else 512)
 

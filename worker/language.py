@@ -59,13 +59,11 @@ def _model() -> tuple:
     from py3langid.langid import MODEL_DIR, MODEL_FILE
     from py3langid.modelio import _to_array
 
-    from pgrecall.embedder_base import _from_environment
+    from pgrecall.embedder_base import default_model_cache
 
     source = Path(MODEL_DIR) / MODEL_FILE
     stat = source.stat()
-    cache = (_from_environment("model_cache") or _from_environment("home") / "models") / (
-        f"py3langid-{stat.st_size}-{int(stat.st_mtime)}.npz"
-    )
+    cache = default_model_cache() / f"py3langid-{stat.st_size}-{int(stat.st_mtime)}.npz"
     if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
         # A temporary name of its own (another process, or another thread of this one, may build
