@@ -51,7 +51,7 @@ def search_login(settings: Settings, url: str) -> str:
 def reader_url(url: str) -> str:
     """A URL that logs in to `url`'s database as pgrecall_reader with the stored login; NoReaderLogin where
     there is none. Reads only."""
-    with database.connect(url, read_only=True) as conn:
+    with database.connect(url, read_only=True, vectors=False) as conn:
         if conn.info.user == READER:
             return url
         row = conn.execute(_Q["reader_can_log_in"]).fetchone()

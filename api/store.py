@@ -177,7 +177,7 @@ def check_index(url: str, wait_s: float = INDEX_WAIT_S) -> None:
     from pgrecall.locks import MIGRATION_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
 
     deadline = time.monotonic() + wait_s
-    with database.connect(url, read_only=True, autocommit=True) as conn:
+    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
         conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
         while True:
             try:
