@@ -242,8 +242,9 @@ def search_url(settings: Settings) -> str:
     if settings.search_database_url:
         return settings.search_database_url
     url = database.database_url(settings)  # starts the embedded server if needed; never migrates
-    store.check_index(url)  # before the reader's login, which a migration sets up
-    return reader.search_login(settings, url)
+    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
+        store.wait_for_index(conn)  # before the reader's login, which a migration sets up
+        return reader.search_login(settings, url, conn)
 
 
 _default: Searcher | None = None

@@ -172,25 +172,31 @@ MIGRATION_WAIT_S = 60.0
 
 
 def check_index(url: str, wait_s: float = INDEX_WAIT_S) -> None:
-    """require_index on a connection of its own, read-only (the index's database, before the reader
-    logs in). A migration under way is waited for; an index still missing after `wait_s` is IndexNotSetUp."""
+    """wait_for_index on a connection of its own, read-only (the index's database, before the reader
+    logs in)."""
+    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
+        wait_for_index(conn, wait_s)
+
+
+def wait_for_index(conn: psycopg.Connection, wait_s: float = INDEX_WAIT_S) -> None:
+    """require_index on `conn` (autocommit). A migration under way is waited for; an index still missing
+    after `wait_s` is IndexNotSetUp."""
     from pgrecall.locks import MIGRATION_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
 
     deadline = time.monotonic() + wait_s
-    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
-        conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
-        while True:
-            try:
-                conn.execute(_RAW["wait_for_migration"], {"key": MIGRATION_LOCK})
-            except psycopg.errors.LockNotAvailable:
-                raise IndexNotSetUp(f"the index is still being set up after {MIGRATION_WAIT_S:.0f} s") from None
-            try:
-                require_index(conn)
-                return
-            except IndexNotSetUp:
-                if time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.25)
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
+    while True:
+        try:
+            conn.execute(_RAW["wait_for_migration"], {"key": MIGRATION_LOCK})
+        except psycopg.errors.LockNotAvailable:
+            raise IndexNotSetUp(f"the index is still being set up after {MIGRATION_WAIT_S:.0f} s") from None
+        try:
+            require_index(conn)
+            return
+        except IndexNotSetUp:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(0.25)
 
 
 def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
