@@ -192,6 +192,21 @@ def test_remember_edit_forget_and_undo_a_memory_from_the_page(site, site_env, pa
     expect(page.locator(".flash")).to_contain_text("Saved.", timeout=WAIT_MS)
     expect(page.locator("article.memory .chunk")).to_contain_text("05:00 UTC since the move", timeout=WAIT_MS)
 
+    # Someone else changes it while the page is open: the page's edit is refused, and kept.
+    changed = run_cli("update", memory_id, "--text", "Changed from a terminal meanwhile.", env=site_env)
+    assert changed.returncode == 0, changed.stderr
+    page.locator("details.edit summary").click()
+    page.locator("#edit textarea").fill("The quarkle service restarts at 05:30 UTC, said the page.")
+    page.locator("#edit button[type=submit]").click()
+    expect(page.locator(".error.stale")).to_contain_text("nothing was saved", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text("Changed from a terminal meanwhile.", timeout=WAIT_MS)
+    expect(page.locator("#edit textarea")).to_have_value(
+        "The quarkle service restarts at 05:30 UTC, said the page.", timeout=WAIT_MS
+    )
+    page.locator("#edit button[type=submit]").click()  # again, knowing: it applies over the text now
+    expect(page.locator(".flash")).to_contain_text("Saved.", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text("05:30 UTC, said the page", timeout=WAIT_MS)
+
     page.locator("#forget button[type=submit]").click()
     expect(page.locator(".flash")).to_contain_text("Forgotten: Quarkle restart time", timeout=WAIT_MS)
     expect(page.locator(f'.memories a[href="/memories/{memory_id}"]')).to_have_count(0, timeout=WAIT_MS)
@@ -204,5 +219,5 @@ def test_remember_edit_forget_and_undo_a_memory_from_the_page(site, site_env, pa
     listed = run_cli("memories", "--json", env=site_env, timeout=300)
     assert listed.returncode == 0, listed.stderr
     (memory,) = [m for m in json.loads(listed.stdout) if m["id"] == memory_id]
-    assert memory["text"] == "The quarkle service restarts at 05:00 UTC since the move."
+    assert memory["text"] == "The quarkle service restarts at 05:30 UTC, said the page."
     assert memory["title"] == "Quarkle restart time" and memory["tags"] == ["ops"] and memory["source"] == "web"
