@@ -85,7 +85,7 @@ def router(
     /memories/{id}/forget and /memories/{id}/restore."""
     router = APIRouter(include_in_schema=False)
     can_write = memories is not None and not read_only
-    common = {**common, "can_write": can_write}
+    common = {**common, "can_write": can_write, "max_title": contract.MAX_TITLE_CHARS}
 
     def all_memories() -> list[dict[str, Any]]:
         if memory_folder is None:
@@ -95,7 +95,10 @@ def router(
     def forgotten_one(memory_id: str) -> Memory | None:
         if memory_folder is None or not contract.MEMORY_ID.fullmatch(memory_id):
             return None
-        return MemoryNotes(memory_folder).read_forgotten(memory_id)
+        try:
+            return MemoryNotes(memory_folder).read_forgotten(memory_id)
+        except MemoryUnreadable:
+            return None  # the flash then names no title; the trash's note is the CLI's to look at
 
     def list_page(
         request: Request,
@@ -150,7 +153,7 @@ def router(
             "memory": memory,
             "html": render_markdown(memory["text"]),
             "done": DONE.get(done.removesuffix("-unindexed")),
-            "unindexed": done.endswith("-unindexed"),
+            "unindexed": UNINDEXED if done.endswith("-unindexed") else None,
             "form": shown,
             "error": error,
             "stale": stale,

@@ -88,6 +88,10 @@ def test_a_refused_remember_keeps_what_was_typed(client, memory_folder):
     assert "text is empty" in response.text
     assert 'value="Kept title"' in response.text and 'value="kept-tag"' in response.text
     assert _notes(memory_folder) == []
+    for path in ("/memories/not-an-id", "/memories/0123456789ab", "/memories/0123456789ab/forget"):
+        missing = client.post(path, data={"text": "x", "version": "0" * 16}, headers=HTML)
+        assert missing.status_code == 404 and "no memory" in missing.text, path
+    assert _notes(memory_folder) == []
 
 
 def test_edit_from_the_form_rewrites_text_title_and_tags(client, memories, searcher, memory_folder):
