@@ -502,7 +502,7 @@ def create_app(
     )
     add_error_handlers(app)
     # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
-    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token))
+    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token), memories)
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)
