@@ -34,6 +34,7 @@ from pgrecall.memory_notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, store
+from pgrecall.worker import memory_history as memory_history_writer
 from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 
@@ -95,6 +96,13 @@ class MemoryService:
                 yield
             finally:
                 await self._lock_connection.execute(Q["unlock"], {"key": key})
+
+    def locked_memory(self, memory_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The lock of one memory's changes (and of its history), across processes."""
+        return self._locked(memory_history_writer.lock_key(self.root, memory_id))
+
+    async def index_memory(self, memory: Memory) -> bool:
+        return await self._index(memory)
 
     async def _index(self, memory: Memory) -> bool:
         assert self._indexer is not None
@@ -174,7 +182,7 @@ class MemoryService:
             changes["tags"] = contract.memory_tags(tags)
         if not changes:
             raise InvalidInput("nothing to update: give text, title or tags")
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+        async with self.locked_memory(clean_id):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
                 raise MemoryNotFound(f"no memory {clean_id}")
@@ -192,7 +200,7 @@ class MemoryService:
         clean_expect = contract.memory_version(expect)
         if not isinstance(purge, bool):
             raise InvalidInput("purge must be true or false")
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+        async with self.locked_memory(clean_id):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
                 if purge:
@@ -217,7 +225,7 @@ class MemoryService:
         `version` (n of its history): bring back what that version held, as a new version."""
         clean_id = contract.memory_id(memory_id)
         number = memory_history.version_number(version)
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+        async with self.locked_memory(clean_id):
             await asyncio.to_thread(self.files.settle, clean_id)
             if number is not None:
                 memory = await asyncio.to_thread(self.files.restore_version, clean_id, number, memories.now_utc())
@@ -306,6 +314,11 @@ class MemoryClient:
 
     def history(self, memory_id: Any) -> list[memory_history.Version]:
         return self._service.history(memory_id)
+
+    def import_path(self, path: Path):
+        from pgrecall.worker.memory_import import import_path
+
+        return self._call(import_path(self._service, Path(path)))
 
     def list(self, since: Any = None, tags: Any = None, limit: Any = 50, forgotten: Any = False) -> list[Memory]:
         return self._service.list(since=since, tags=tags, limit=limit, forgotten=forgotten)

@@ -1,0 +1,224 @@
+"""A memory's history and its export/import (issue 22, items 4 and 6): real service, real database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import stat
+
+import pytest
+
+from pgrecall.memory_client import MemoryNotFound
+from pgrecall.memory_history import HISTORY, history, recorded_versions
+from pgrecall.memory_notes import folder_of, render
+from pgrecall.worker.memory_import import export_lines, import_path
+from pgrecall.worker.memory_service import MemoryService
+
+FACT = "Staging runs three replicas since the March outage."
+NEW_FACT = "Staging runs four replicas since the May load test."
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def events(folder, memory_id) -> list[tuple[int, str, str]]:
+    return [(version.n, version.event, version.memory(memory_id).text) for version in history(folder, memory_id)]
+
+
+def test_every_change_is_a_version_and_restore_brings_an_old_one_back(settings, db_url, tmp_path, searcher):
+    folder = tmp_path / "memories"
+
+    async def scenario():
+        async with MemoryService(settings, db_url, folder) as service:
+            saved = await service.remember(FACT, tags=["ops"])
+            memory_id = saved.memory.id
+            await service.update(memory_id, text=NEW_FACT)
+            await service.forget(memory_id)
+            await service.restore(memory_id)
+            assert events(folder, memory_id) == [
+                (1, "remember", FACT),
+                (2, "update", NEW_FACT),
+                (3, "forget", NEW_FACT),
+                (4, "restore", NEW_FACT),
+            ]
+            # Each version is the note as its change left it, byte for byte.
+            assert history(folder, memory_id)[-1].content == (folder / saved.memory.path).read_bytes()
+            assert history(folder, memory_id)[1].hash == (await service.update(memory_id, tags=["ops"])).memory.version
+
+            back = await service.restore(memory_id, version=1)
+            assert (back.memory.text, back.memory.path, back.indexed) == (FACT, saved.memory.path, True)
+            assert service.files.read(memory_id).text == FACT
+            assert [n_event[:2] for n_event in events(folder, memory_id)][-2:] == [(5, "update"), (6, "restore")]
+            assert searcher.search("how many staging replicas", k=1)[0].path == saved.memory.path
+            # A version of a forgotten memory comes back from the trash, and leaves none there.
+            await service.forget(memory_id)
+            again = await service.restore(memory_id, version="2")
+            assert again.memory.text == NEW_FACT and service.files.read_forgotten(memory_id) is None
+            with pytest.raises(MemoryNotFound, match="has no version 99"):
+                await service.restore(memory_id, version=99)
+            return memory_id
+
+    run(scenario())
+
+
+def test_history_is_private_hidden_from_the_index_and_purged_with_its_memory(settings, db_url, tmp_path, index):
+    folder = tmp_path / "memories"
+
+    async def scenario():
+        async with MemoryService(settings, db_url, folder) as service:
+            saved = await service.remember(FACT)
+            await service.update(saved.memory.id, text=NEW_FACT)
+            return saved.memory.id
+
+    memory_id = run(scenario())
+    root = folder.resolve()
+    for path in (root / HISTORY, root / HISTORY / memory_id):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    files = list((root / HISTORY / memory_id).iterdir())
+    assert len(files) == 2 and all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in files)
+    # Indexing the whole memory folder finds the note, never a version.
+    index(root)
+    from tests.service import query
+
+    paths = [row[0] for row in query(db_url, "SELECT path FROM pgrecall.documents WHERE source_root = %s", (str(root),))]
+    assert paths and not any(HISTORY in path for path in paths)
+
+    async def purge():
+        async with MemoryService(settings, db_url, folder) as service:
+            await service.forget(memory_id, purge=True)
+
+    run(purge())
+    assert not (root / HISTORY / memory_id).exists()
+    with pytest.raises(MemoryNotFound):
+        history(folder, memory_id)
+
+
+def test_a_hand_edit_the_worker_indexes_is_recorded_as_an_edit(settings, db_url, index):
+    folder = folder_of(settings)  # the memory folder the worker's jobs know as the memory root
+
+    async def remember():
+        async with MemoryService(settings, db_url, folder) as service:
+            return (await service.remember(FACT)).memory
+
+    memory = run(remember())
+    note = folder.resolve() / memory.path
+    note.write_text(note.read_text(encoding="utf-8").replace("three", "five"), encoding="utf-8")
+    # Before any worker saw it, history shows it as the next version, not yet recorded.
+    pending = history(folder, memory.id)[-1]
+    assert (pending.event, pending.recorded) == ("edit", False)
+    index(folder.resolve())  # the real queue and workers, as the service's reconciliation runs them
+    recorded = recorded_versions(folder.resolve(), memory.id)
+    assert [(version.n, version.event) for version in recorded] == [(1, "remember"), (2, "edit")]
+    assert recorded[-1].content == note.read_bytes()
+    index(folder.resolve())  # seen again, unchanged: no new version
+    assert len(recorded_versions(folder.resolve(), memory.id)) == 2
+
+
+def test_export_wipe_import_export_again_is_equal_and_a_second_import_changes_nothing(settings, db_url, tmp_path):
+    folder = tmp_path / "memories"
+    exported = tmp_path / "memories.jsonl"
+
+    async def fill():
+        async with MemoryService(settings, db_url, folder) as service:
+            await service.remember(FACT, title="Staging size", tags=["ops", "staging"], metadata={"project": "apollo"})
+            second = await service.remember("Deploys go out on Tuesdays.", metadata={"weight": 2, "pinned": True})
+            await service.update(second.memory.id, text="Deploys go out on Tuesdays and Thursdays.")
+            await service.remember("Line one\nline two: ünïcode, \u00e9 and a tab\there.", source="mcp")
+
+    run(fill())
+    first = list(export_lines(folder))
+    assert len(first) == 3
+    exported.write_text("".join(line + "\n" for line in first), encoding="utf-8")
+    notes_before = _notes_by_id(folder)
+
+    async def wipe():
+        async with MemoryService(settings, db_url, folder) as service:
+            for memory in service.list(limit=100):
+                await service.forget(memory.id, purge=True)
+            assert service.list(limit=100) == []
+
+    run(wipe())
+    shutil.rmtree(folder / HISTORY, ignore_errors=True)
+
+    async def load():
+        async with MemoryService(settings, db_url, folder) as service:
+            return await import_path(service, exported), await import_path(service, exported)
+
+    once, twice = run(load())
+    assert (len(once.added), once.unchanged, once.failed) == (3, [], [])
+    assert (twice.added, len(twice.unchanged), twice.conflicts, twice.failed) == ([], 3, [], [])
+    assert list(export_lines(folder)) == first
+    assert _notes_by_id(folder) == notes_before  # the same notes, to the byte: times, front matter
+    entry = json.loads(first[0])
+    assert [version.event for version in history(folder, entry["id"])] == ["remember"]
+
+
+def _notes_by_id(folder) -> dict[str, bytes]:
+    return {path.name[-15:-3]: path.read_bytes() for path in folder.glob("[0-9]*/*/*.md")}
+
+
+def test_an_import_of_an_id_holding_another_text_leaves_it_alone(settings, db_url, tmp_path):
+    folder = tmp_path / "memories"
+
+    async def scenario():
+        async with MemoryService(settings, db_url, folder) as service:
+            saved = await service.remember(FACT)
+            line = json.loads(next(export_lines(folder)))
+            changed = tmp_path / "changed.jsonl"
+            changed.write_text(json.dumps({**line, "text": NEW_FACT}) + "\n", encoding="utf-8")
+            summary = await import_path(service, changed)
+            assert summary.conflicts == [saved.memory.id] and summary.added == []
+            assert service.files.read(saved.memory.id).text == FACT
+            await service.forget(saved.memory.id)
+            assert (await import_path(service, changed)).forgotten == [saved.memory.id]
+
+    run(scenario())
+
+
+def test_basic_memory_notes_and_a_plain_folder_are_imported_as_memories(settings, db_url, tmp_path, searcher):
+    source = tmp_path / "basic-memory"
+    (source / "coffee").mkdir(parents=True)
+    (source / "coffee" / "brewing.md").write_text(
+        "---\ntitle: Coffee Brewing Methods\ntype: note\npermalink: coffee/coffee-brewing-methods\n"
+        "tags:\n- coffee\n---\n\n# Coffee Brewing Methods\n\n## Observations\n"
+        "- [method] Pour over gives a cleaner cup than the French press #technique\n\n"
+        "## Relations\n- relates_to [[Coffee Bean Origins]]\n",
+        encoding="utf-8",
+    )
+    (source / "plain.md").write_text("# Backups\n\nBackups run nightly at 02:00 to the NAS.\n", encoding="utf-8")
+    (source / ".obsidian").mkdir()
+    (source / ".obsidian" / "workspace.md").write_text("not a note", encoding="utf-8")
+    folder = tmp_path / "memories"
+
+    async def scenario():
+        async with MemoryService(settings, db_url, folder) as service:
+            first = await import_path(service, source)
+            second = await import_path(service, source)
+            return first, second, service.list(limit=10)
+
+    first, second, listed = run(scenario())
+    assert (len(first.added), first.failed) == (2, []) and (second.added, len(second.unchanged)) == ([], 2)
+    by_title = {memory.title: memory for memory in listed}
+    coffee = by_title["Coffee Brewing Methods"]
+    assert coffee.tags == ("coffee",) and coffee.source == "import"
+    assert coffee.metadata == {"type": "note", "permalink": "coffee/coffee-brewing-methods"}
+    assert "- relates_to [[Coffee Bean Origins]]" in coffee.text
+    assert by_title["Backups"].text == "Backups run nightly at 02:00 to the NAS."
+    assert searcher.search("when do backups run", k=1)[0].path == by_title["Backups"].path
+
+
+def test_a_note_from_before_history_gets_its_first_version_at_its_first_change(settings, db_url, tmp_path):
+    folder = tmp_path / "memories"
+
+    async def scenario():
+        async with MemoryService(settings, db_url, folder) as service:
+            saved = await service.remember(FACT)
+            shutil.rmtree(folder.resolve() / HISTORY)  # as a note written by an older pgrecall
+            await service.update(saved.memory.id, text=NEW_FACT)
+            return saved.memory
+
+    memory = run(scenario())
+    assert events(folder, memory.id) == [(1, "edit", FACT), (2, "update", NEW_FACT)]
+    assert history(folder, memory.id)[0].content == render(memory).encode("utf-8")
