@@ -46,6 +46,7 @@ from pgrecall.errors import (
     first_line,
 )
 from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_history import history
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
@@ -241,6 +242,26 @@ class MemoryOut(BaseModel):
 class SavedOut(MemoryOut):
     new: bool = Field(description="false: the same text was already remembered, and this is that memory")
     indexed: bool = Field(description="false: the note is written; the index follows once the database answers")
+
+
+class VersionOut(BaseModel):
+    n: int = Field(description="its number: what restore's version takes")
+    event: Literal["remember", "update", "forget", "restore", "edit"] = Field(
+        description="the change that made it; edit: a change made by hand"
+    )
+    time: str = Field(description="when it was written (ISO 8601, UTC)")
+    version: str = Field(description="the memory's version (as every read returns it) this version left")
+    title: str | None
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    updated: str
+    recorded: bool = Field(description="false: a hand edit seen, recorded at the memory's next change")
+
+
+class HistoryOut(BaseModel):
+    id: str
+    versions: list[VersionOut]
 
 
 class MemoriesOut(BaseModel):
@@ -455,8 +476,28 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         response_model=SavedOut,
         summary="Bring a forgotten memory back from the trash, with its id, and index it again",
     )
-    def restore(memory_id: str) -> dict[str, Any]:
-        return writer().restore(memory_id).to_json()
+    def restore(
+        memory_id: str,
+        version: Annotated[
+            int | None, Query(description="bring back what this version of its history held, as a new version")
+        ] = None,
+    ) -> dict[str, Any]:
+        return writer().restore(memory_id, version=version).to_json()
+
+    @router.get(
+        "/memories/{memory_id}/history",
+        response_model=HistoryOut,
+        summary="Every version of a memory, oldest first: what it said before (restore ?version=N brings one back)",
+    )
+    def memory_history(memory_id: str) -> dict[str, Any]:
+        if memory_folder is not None:
+            versions = history(memory_folder, memory_id)
+        elif memories is not None:
+            versions = memories.get().history(memory_id)
+        else:
+            raise HTTPException(status_code=404, detail="this API serves no memories")
+        clean_id = contract.memory_id(memory_id)
+        return {"id": clean_id, "versions": [version.to_json(clean_id) for version in versions]}
 
     @router.get("/memories", response_model=MemoriesOut, summary="Memories, newest first")
     def list_memories(

@@ -1,7 +1,6 @@
-"""Export and import of memories: JSON Lines out, JSON Lines, basic-memory notes and plain Markdown in.
+"""Import of memories: an export's JSON Lines (pgrecall.memory_export), basic-memory notes, plain Markdown.
 
-An exported line is one memory: id, title, text, tags, source, metadata, created, updated and
-project (the metadata's, repeated for readers of the file). Importing it is idempotent: an id
+Importing an export is idempotent: an id
 already there with the same text is left alone, an id there with another text is a conflict
 (left alone and named: the user decides), a new id is written with its times and indexed.
 Notes without an id (basic-memory's, a folder of Markdown files) are remembered: the same text
@@ -26,12 +25,12 @@ import yaml
 from pgrecall import contract, memory_notes
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.front_matter import split_front_matter
-from pgrecall.memory_notes import Memory, MemoryNotes
+from pgrecall.memory_export import export_line, export_lines
+from pgrecall.memory_notes import Memory
 
 if TYPE_CHECKING:
     from pgrecall.worker.memory_service import MemoryService
 
-EXPORT_FIELDS = ("id", "title", "text", "tags", "source", "metadata", "created", "updated", "project")
 _BASIC_MEMORY_KEYS = ("type", "permalink")
 
 
@@ -76,28 +75,6 @@ class Summary:
         if self.failed:
             parts.append(f"{len(self.failed)} failed")
         return f"imported {source}: " + ", ".join(parts)
-
-
-def export_line(memory: Memory) -> str:
-    entry = {
-        "id": memory.id,
-        "title": memory.title,
-        "text": memory.text,
-        "tags": list(memory.tags),
-        "source": memory.source,
-        "metadata": dict(memory.metadata),
-        "created": memory.created,
-        "updated": memory.updated,
-        "project": memory.metadata.get("project"),
-    }
-    return json.dumps(entry, ensure_ascii=False, sort_keys=False)
-
-
-def export_lines(folder: Path) -> Iterator[str]:
-    """Every memory of the folder (not the trash), oldest first, one JSON line each (no database)."""
-    notes = MemoryNotes(folder)
-    for memory in sorted(notes.memories(), key=lambda memory: (memory.created, memory.id)):
-        yield export_line(memory)
 
 
 def records_of(path: Path) -> Iterator[Record | tuple[str, str]]:
@@ -156,7 +133,9 @@ def _markdown_record(path: Path, where: str) -> Iterator[Record | tuple[str, str
         return
     ours = memory_notes.parse(where, content)
     if ours is not None:  # a note of a pgrecall memory folder: its id and times come with it
-        yield Record(where, ours.text, ours.title, ours.tags, ours.metadata, ours.source, ours.id, ours.created, ours.updated)
+        yield Record(
+            where, ours.text, ours.title, ours.tags, ours.metadata, ours.source, ours.id, ours.created, ours.updated
+        )
         return
     yield markdown_record(content, where)
 
@@ -171,16 +150,17 @@ def markdown_record(content: str, where: str) -> Record:
     text = body.strip()
     title = front.get("title") if isinstance(front.get("title"), str) else None
     heading = text.split("\n", 1)[0]
-    if heading.startswith("# "):
-        if title is None or heading[2:].strip() == title:
-            title = heading[2:].strip()
-            text = text[len(heading) :].strip()
+    if heading.startswith("# ") and (title is None or heading[2:].strip() == title):
+        title = heading[2:].strip()
+        text = text[len(heading) :].strip()
     metadata = {
         key: value
         for key, value in front.items()
         if key in _BASIC_MEMORY_KEYS and isinstance(value, (str, int, float, bool)) and value != ""
     }
-    return Record(where=where, text=text or (title or ""), title=title, tags=_tags(front.get("tags")), metadata=metadata)
+    return Record(
+        where=where, text=text or (title or ""), title=title, tags=_tags(front.get("tags")), metadata=metadata
+    )
 
 
 def _tags(value: Any) -> tuple[str, ...]:
@@ -272,3 +252,6 @@ async def import_path(service: MemoryService, path: Path) -> Summary:
     if not path.exists():
         raise InvalidInput(f"nothing to import at {path}: give a JSON Lines file, a Markdown file or a folder")
     return await import_records(service, records_of(path))
+
+
+__all__ = ["Record", "Summary", "export_line", "export_lines", "import_path", "import_records", "records_of"]

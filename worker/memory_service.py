@@ -230,7 +230,9 @@ class MemoryService:
             if number is not None:
                 memory = await asyncio.to_thread(self.files.restore_version, clean_id, number, memories.now_utc())
                 if memory is None:
-                    raise MemoryNotFound(f"memory {clean_id} has no version {number} (pgrecall memories history lists them)")
+                    raise MemoryNotFound(
+                        f"memory {clean_id} has no version {number} (pgrecall memories history lists them)"
+                    )
             elif await asyncio.to_thread(self.files.locate, clean_id) is not None:
                 raise InvalidInput(f"memory {clean_id} is not forgotten: it is in the memory folder")
             else:

@@ -65,10 +65,15 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    from pgrecall.memory_export import export_lines
     from pgrecall.memory_notes import folder_of
-    from pgrecall.worker.memory_import import export_lines
 
-    lines = list(export_lines(folder_of(settings)))
+    unreadable: list[str] = []
+    lines = export_lines(folder_of(settings), unreadable)
+    for path in unreadable:
+        print(
+            f"pgrecall: warning: cannot read the memory note {path} (its permissions?): not exported", file=sys.stderr
+        )
     data = "".join(f"{line}\n" for line in lines).encode("utf-8")
     if args.output is None:
         sys.stdout.flush()

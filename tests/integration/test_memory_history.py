@@ -10,9 +10,10 @@ import stat
 import pytest
 
 from pgrecall.memory_client import MemoryNotFound
+from pgrecall.memory_export import export_lines
 from pgrecall.memory_history import HISTORY, history, recorded_versions
 from pgrecall.memory_notes import folder_of, render
-from pgrecall.worker.memory_import import export_lines, import_path
+from pgrecall.worker.memory_import import import_path
 from pgrecall.worker.memory_service import MemoryService
 
 FACT = "Staging runs three replicas since the March outage."
@@ -82,7 +83,9 @@ def test_history_is_private_hidden_from_the_index_and_purged_with_its_memory(set
     index(root)
     from tests.service import query
 
-    paths = [row[0] for row in query(db_url, "SELECT path FROM pgrecall.documents WHERE source_root = %s", (str(root),))]
+    paths = [
+        row[0] for row in query(db_url, "SELECT path FROM pgrecall.documents WHERE source_root = %s", (str(root),))
+    ]
     assert paths and not any(HISTORY in path for path in paths)
 
     async def purge():
@@ -128,7 +131,7 @@ def test_export_wipe_import_export_again_is_equal_and_a_second_import_changes_no
             await service.remember("Line one\nline two: ünïcode, \u00e9 and a tab\there.", source="mcp")
 
     run(fill())
-    first = list(export_lines(folder))
+    first = export_lines(folder)
     assert len(first) == 3
     exported.write_text("".join(line + "\n" for line in first), encoding="utf-8")
     notes_before = _notes_by_id(folder)
@@ -149,7 +152,7 @@ def test_export_wipe_import_export_again_is_equal_and_a_second_import_changes_no
     once, twice = run(load())
     assert (len(once.added), once.unchanged, once.failed) == (3, [], [])
     assert (twice.added, len(twice.unchanged), twice.conflicts, twice.failed) == ([], 3, [], [])
-    assert list(export_lines(folder)) == first
+    assert export_lines(folder) == first
     assert _notes_by_id(folder) == notes_before  # the same notes, to the byte: times, front matter
     entry = json.loads(first[0])
     assert [version.event for version in history(folder, entry["id"])] == ["remember"]
@@ -165,7 +168,7 @@ def test_an_import_of_an_id_holding_another_text_leaves_it_alone(settings, db_ur
     async def scenario():
         async with MemoryService(settings, db_url, folder) as service:
             saved = await service.remember(FACT)
-            line = json.loads(next(export_lines(folder)))
+            line = json.loads(export_lines(folder)[0])
             changed = tmp_path / "changed.jsonl"
             changed.write_text(json.dumps({**line, "text": NEW_FACT}) + "\n", encoding="utf-8")
             summary = await import_path(service, changed)
@@ -222,3 +225,31 @@ def test_a_note_from_before_history_gets_its_first_version_at_its_first_change(s
     memory = run(scenario())
     assert events(folder, memory.id) == [(1, "edit", FACT), (2, "update", NEW_FACT)]
     assert history(folder, memory.id)[0].content == render(memory).encode("utf-8")
+
+
+@pytest.mark.parametrize("from_folder", [True, False], ids=["history-from-the-folder", "history-from-the-client"])
+def test_history_and_restore_of_a_version_over_http(settings, db_url, tmp_path, searcher, from_folder):
+    from fastapi.testclient import TestClient
+
+    from pgrecall.api.http import HistoryOut, create_app
+    from pgrecall.api.startup import Ready
+    from pgrecall.worker.memory_service import MemoryClient
+
+    folder = tmp_path / "memories"
+    with MemoryClient(settings, db_url, folder) as memories:
+        app = create_app(searcher, memories=Ready(memories), memory_folder=folder if from_folder else None)
+        client = TestClient(app)
+        memory = client.post("/memories", json={"text": FACT}).json()
+        client.patch(f"/memories/{memory['id']}", json={"text": NEW_FACT})
+        answer = client.get(f"/memories/{memory['id']}/history")
+        assert answer.status_code == 200, answer.text
+        versions = answer.json()["versions"]
+        assert list(answer.json()) == list(HistoryOut.model_fields)
+        assert [(v["n"], v["event"], v["text"]) for v in versions] == [(1, "remember", FACT), (2, "update", NEW_FACT)]
+        assert versions[0]["version"] == memory["version"]
+        back = client.post(f"/memories/{memory['id']}/restore", params={"version": 1})
+        assert back.status_code == 200 and back.json()["text"] == FACT
+        assert client.post(f"/memories/{memory['id']}/restore", params={"version": 7}).status_code == 404
+        assert client.post(f"/memories/{memory['id']}/restore", params={"version": 0}).status_code == 422
+        assert client.get("/memories/0123456789ab/history").status_code == 404
+        assert client.get("/memories/..%2F..%2Fetc/history").status_code == 404

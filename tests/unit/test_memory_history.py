@@ -7,9 +7,10 @@ import json
 import pytest
 
 from pgrecall.errors import InvalidInput
+from pgrecall.memory_export import EXPORT_FIELDS, export_line
 from pgrecall.memory_history import FORGOTTEN, GONE, LIVE, State, Version, plan, version_number
 from pgrecall.memory_notes import Memory
-from pgrecall.worker.memory_import import export_line, markdown_record, records_of
+from pgrecall.worker.memory_import import markdown_record, records_of
 
 
 def version(n: int, event: str, content: bytes) -> Version:
@@ -117,6 +118,7 @@ def test_an_export_line_carries_every_field_and_reads_back_as_the_same_record(tm
         "updated": "2026-01-03T03:04:05Z",
         "project": "apollo",
     }
+    assert tuple(entry) == EXPORT_FIELDS
     exported = tmp_path / "out.jsonl"
     exported.write_text(export_line(memory) + "\n\nnot json\n[1]\n", encoding="utf-8")
     record, *failures = list(records_of(exported))
