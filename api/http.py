@@ -27,8 +27,9 @@ from typing import Annotated, Any, Literal
 
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -46,9 +47,12 @@ from pgrecall.errors import (
     first_line,
 )
 from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_export import export_lines
 from pgrecall.memory_history import history
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
+EXPORT_MEDIA_TYPE = "application/x-ndjson"
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
 READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
 
@@ -262,6 +266,14 @@ class VersionOut(BaseModel):
 class HistoryOut(BaseModel):
     id: str
     versions: list[VersionOut]
+
+
+class ImportOut(BaseModel):
+    added: list[str] = Field(description="the ids written")
+    unchanged: list[str] = Field(description="already there with the same text: nothing happened")
+    conflicts: list[str] = Field(description="ids that hold another text here: left alone")
+    forgotten: list[str] = Field(description="ids in the trash here: restore them first")
+    failed: list[dict[str, str]] = Field(description="lines that could not be imported: where, error")
 
 
 class MemoriesOut(BaseModel):
@@ -498,6 +510,35 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
             raise HTTPException(status_code=404, detail="this API serves no memories")
         clean_id = contract.memory_id(memory_id)
         return {"id": clean_id, "versions": [version.to_json(clean_id) for version in versions]}
+
+    @router.get(
+        "/memories/export",
+        summary="Every memory as JSON Lines (pgrecall memories export), oldest first",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {EXPORT_MEDIA_TYPE: {}}}},
+    )
+    def export_memories() -> PlainTextResponse:
+        if memory_folder is None:
+            raise HTTPException(status_code=404, detail="this API serves no memory folder")
+        lines = export_lines(memory_folder)
+        return PlainTextResponse("".join(f"{line}\n" for line in lines), media_type=EXPORT_MEDIA_TYPE)
+
+    @router.post(
+        "/memories/import",
+        response_model=ImportOut,
+        summary="Read memories back from an export (JSON Lines in the body), idempotently",
+    )
+    async def import_memories(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if len(body) > MAX_IMPORT_BYTES:
+            raise HTTPException(status_code=413, detail=f"an import is at most {MAX_IMPORT_BYTES} bytes")
+        try:
+            content = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HTTPException(status_code=400, detail="the body is not UTF-8") from None
+        target = writer()
+        summary = await run_in_threadpool(target.import_lines, content)
+        return summary.to_json()
 
     @router.get("/memories", response_model=MemoriesOut, summary="Memories, newest first")
     def list_memories(

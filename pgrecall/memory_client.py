@@ -68,6 +68,8 @@ class MemoryWriter(Protocol):
 
     def history(self, memory_id: str) -> list[Version]: ...
 
+    def import_lines(self, content: str) -> Any: ...  # a pgrecall.worker.memory_import.Summary
+
     def list(
         self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False
     ) -> list[Memory]: ...

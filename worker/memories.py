@@ -30,6 +30,7 @@ import secrets
 import time
 from pathlib import Path
 
+from pgrecall.errors import InvalidInput
 from pgrecall.memory_history import recorded_versions
 from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, parse, relative_path, render
 from pgrecall.worker import memory_history
@@ -142,7 +143,9 @@ class MemoryFolder(MemoryNotes):
             return None
         held = parse("", chosen.content.decode("utf-8", errors="replace"))
         if held is None:
-            raise OSError(f"version {n} of memory {memory_id} is not a memory note")
+            raise InvalidInput(
+                f"version {n} of memory {memory_id} is not a memory note (edited by hand?): pick another"
+            )
         live, forgotten = self.locate(memory_id), self.locate(memory_id, trash=True)
         current = self.load(live) if live else self.load(forgotten, root / TRASH) if forgotten else None
         path = current.path if current else relative_path(memory_id, held.created, held.title, held.text)

@@ -93,14 +93,19 @@ def records_of(path: Path) -> Iterator[Record | tuple[str, str]]:
 
 def _json_lines(path: Path) -> Iterator[Record | tuple[str, str]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         yield (path.name, first_line(exc))
         return
-    for number, line in enumerate(lines, 1):
+    yield from json_line_records(content, path.name)
+
+
+def json_line_records(content: str, name: str) -> Iterator[Record | tuple[str, str]]:
+    """The memories of an export's text (`name`: what the summary calls it)."""
+    for number, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
-        where = f"{path.name}:{number}"
+        where = f"{name}:{number}"
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:

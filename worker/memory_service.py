@@ -322,6 +322,11 @@ class MemoryClient:
 
         return self._call(import_path(self._service, Path(path)))
 
+    def import_lines(self, content: str):
+        from pgrecall.worker.memory_import import import_records, json_line_records
+
+        return self._call(import_records(self._service, json_line_records(content, "body")))
+
     def list(self, since: Any = None, tags: Any = None, limit: Any = 50, forgotten: Any = False) -> list[Memory]:
         return self._service.list(since=since, tags=tags, limit=limit, forgotten=forgotten)
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 import stat
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from pgrecall.memory_client import MemoryNotFound
 from pgrecall.memory_export import export_lines
 from pgrecall.memory_history import HISTORY, history, recorded_versions
 from pgrecall.memory_notes import folder_of, render
+from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.memory_import import import_path
 from pgrecall.worker.memory_service import MemoryService
 
@@ -96,6 +98,17 @@ def test_history_is_private_hidden_from_the_index_and_purged_with_its_memory(set
     assert not (root / HISTORY / memory_id).exists()
     with pytest.raises(MemoryNotFound):
         history(folder, memory_id)
+
+    async def forget_another():
+        async with MemoryService(settings, db_url, folder) as service:
+            other = await service.remember(NEW_FACT + " Twice.")
+            await service.forget(other.memory.id)
+            return other.memory.id
+
+    other_id = run(forget_another())
+    assert len(recorded_versions(root, other_id)) == 2
+    MemoryFolder(folder).purge_trash(days=1, now=time.time() + 2 * 86400)  # the service's purge, two days on
+    assert not (root / HISTORY / other_id).exists()
 
 
 def test_a_hand_edit_the_worker_indexes_is_recorded_as_an_edit(settings, db_url, index):
@@ -253,3 +266,36 @@ def test_history_and_restore_of_a_version_over_http(settings, db_url, tmp_path, 
         assert client.post(f"/memories/{memory['id']}/restore", params={"version": 0}).status_code == 422
         assert client.get("/memories/0123456789ab/history").status_code == 404
         assert client.get("/memories/..%2F..%2Fetc/history").status_code == 404
+
+
+def test_export_and_import_over_http(settings, db_url, tmp_path, searcher):
+    from fastapi.testclient import TestClient
+
+    from pgrecall.api.http import ImportOut, create_app
+    from pgrecall.api.startup import Ready
+    from pgrecall.worker.memory_service import MemoryClient
+
+    with (
+        MemoryClient(settings, db_url, tmp_path / "one") as one,
+        MemoryClient(settings, db_url, tmp_path / "two") as two,
+    ):
+        source = TestClient(create_app(searcher, memories=Ready(one), memory_folder=tmp_path / "one"))
+        target = TestClient(create_app(searcher, memories=Ready(two), memory_folder=tmp_path / "two"))
+        source.post("/memories", json={"text": FACT, "tags": ["ops"], "project": "apollo"})
+        source.post("/memories", json={"text": "Deploys go out on Tuesdays."})
+        exported = source.get("/memories/export")
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith("application/x-ndjson")
+        assert exported.text == "".join(f"{line}\n" for line in export_lines(tmp_path / "one"))
+        body = exported.text + "{broken\n"
+        first = target.post("/memories/import", content=body.encode())
+        assert first.status_code == 200, first.text
+        assert list(first.json()) == list(ImportOut.model_fields)
+        assert (len(first.json()["added"]), first.json()["failed"][0]["where"]) == (2, "body:3")
+        again = target.post("/memories/import", content=exported.text.encode()).json()
+        assert (again["added"], len(again["unchanged"])) == ([], 2)
+        assert target.get("/memories/export").text == exported.text
+        assert target.post("/memories/import", content=b"\xff\xfe").status_code == 400
+        read_only = TestClient(
+            create_app(searcher, memories=Ready(two), read_only=True, memory_folder=tmp_path / "two")
+        )
+        assert read_only.post("/memories/import", content=exported.text.encode()).status_code == 403
