@@ -147,3 +147,49 @@ def test_a_change_killed_half_way_leaves_the_memory_old_or_new_and_the_history_c
     assert [version.event for version in recorded] == [entry["event"] for entry in shown] + ["update"]
     assert recorded[-1].content == notes.locate(memory["id"]).read_bytes()
     assert not [path for path in folder.rglob("*") if path.name.endswith(".tmp") and "history" in str(path)]
+
+
+PYTHON_API = textwrap.dedent(
+    """
+    import json, sys
+    import pgrecall.memories as memories
+
+    loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
+    saved = memories.remember(sys.argv[1], tags=["ops"])
+    memories.update_memory(saved.memory.id, text=sys.argv[2])
+    versions = memories.memory_history(saved.memory.id)
+    back = memories.restore(saved.memory.id, version=1)
+    exported = memories.export_memories()
+    with open(sys.argv[3], "w", encoding="utf-8") as file:
+        file.writelines(json.dumps(entry) + "\\n" for entry in exported)
+    memories.forget(saved.memory.id, purge=True)
+    summary = memories.import_memories(sys.argv[3])
+    print(json.dumps({
+        "loaded_on_import": loaded,
+        "versions": [[v.n, v.event, v.memory(saved.memory.id).text] for v in versions],
+        "back": back.memory.text,
+        "exported": exported,
+        "added": summary.added,
+        "after": memories.export_memories(),
+    }))
+    """
+)
+
+
+def test_the_python_api_lists_history_restores_a_version_exports_and_imports(env, tmp_path):
+    exported = tmp_path / "memories.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-c", PYTHON_API, FACT, NEW_FACT, str(exported)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["loaded_on_import"] == []
+    assert out["versions"] == [[1, "remember", FACT], [2, "update", NEW_FACT]]
+    assert out["back"] == FACT
+    [entry] = out["exported"]
+    assert (entry["text"], entry["tags"]) == (FACT, ["ops"])
+    assert out["added"] == [entry["id"]] and out["after"] == out["exported"]
