@@ -89,23 +89,33 @@ def folder(root: Path, memory_id: str) -> Path:
     return root / HISTORY / memory_id
 
 
-def recorded_versions(root: Path, memory_id: str) -> list[Version]:
-    """The version files of a memory, oldest first; unreadable or foreign files are skipped."""
+def version_files(root: Path, memory_id: str) -> list[tuple[int, str, Path]]:
+    """(n, event, path) of a memory's version files, oldest first, by their names only;
+    temporary files of a write in flight and anything not ours are left out."""
     base = folder(root, memory_id)
     if not base.is_dir() or base.is_symlink():
         return []
     found = []
     for path in base.iterdir():
         match = _VERSION_NAME.fullmatch(path.name)
-        if match is None or path.is_symlink() or not path.is_file():
-            continue  # a temporary file of a write in flight, or not ours
+        if match is not None and not path.is_symlink():
+            found.append((int(match[1]), match[2], path))
+    return sorted(found)
+
+
+def recorded_versions(root: Path, memory_id: str, last: int | None = None) -> list[Version]:
+    """The versions of a memory, oldest first (`last`: only that many of the newest, all that
+    `plan` needs, so a change never reads a long history); unreadable files are left out."""
+    files = version_files(root, memory_id)
+    found = []
+    for n, event, path in files if last is None else files[-last:]:
         try:
             content = path.read_bytes()
             moment = path.stat().st_mtime
         except OSError:
             continue
-        found.append(Version(int(match[1]), match[2], _iso(moment), content))
-    return sorted(found, key=lambda version: version.n)
+        found.append(Version(n, event, _iso(moment), content))
+    return found
 
 
 def state_of(notes: MemoryNotes, memory_id: str) -> State:

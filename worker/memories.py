@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from pgrecall.errors import InvalidInput
-from pgrecall.memory_history import recorded_versions
+from pgrecall.memory_history import version_files
 from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, parse, relative_path, render
 from pgrecall.worker import memory_history
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
@@ -138,10 +138,10 @@ class MemoryFolder(MemoryNotes):
         """Write back what version `n` held (from the trash too) as a new version; None when there is
         no version n. The note keeps its path; its `updated` is `now`."""
         root = self.ensure()
-        chosen = next((version for version in recorded_versions(root, memory_id) if version.n == n), None)
+        chosen = next((path for number, _, path in version_files(root, memory_id) if number == n), None)
         if chosen is None:
             return None
-        held = parse("", chosen.content.decode("utf-8", errors="replace"))
+        held = parse("", chosen.read_bytes().decode("utf-8", errors="replace"))
         if held is None:
             raise InvalidInput(
                 f"version {n} of memory {memory_id} is not a memory note (edited by hand?): pick another"

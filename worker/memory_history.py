@@ -15,7 +15,7 @@ import structlog
 
 from pgrecall import queries
 from pgrecall.errors import PgRecallError, first_line
-from pgrecall.memory_history import EVENTS, HISTORY, folder, plan, recorded_versions, state_of
+from pgrecall.memory_history import EVENTS, HISTORY, folder, plan, recorded_versions, state_of, version_files
 from pgrecall.memory_notes import NOTE_NAME, MemoryNotes
 from pgrecall.worker.private_files import fsync_folder, private_folder, write_atomically
 
@@ -36,8 +36,8 @@ def record(root: Path, memory_id: str, event: str, content: bytes) -> int:
     private_folder(base)
     if base.is_symlink() or not base.resolve().is_relative_to((root / HISTORY).resolve()):
         raise OSError(f"refusing to write a memory's history outside the memory folder: {memory_id}")
-    recorded = recorded_versions(root, memory_id)
-    n = recorded[-1].n + 1 if recorded else 1
+    files = version_files(root, memory_id)
+    n = files[-1][0] + 1 if files else 1
     write_atomically(base / f"{n}.{event}.version", content)
     return n
 
@@ -46,7 +46,7 @@ def settle(notes: MemoryNotes, memory_id: str) -> str:
     """Make the recorded versions match the note (pgrecall.memory_history.plan): drop a last version
     whose change never happened, record a hand edit as an `edit` version. Returns what it did."""
     root = notes.root()
-    recorded = recorded_versions(root, memory_id)
+    recorded = recorded_versions(root, memory_id, last=2)
     state = state_of(notes, memory_id)
     action = plan(recorded, state)
     if action == "drop":
