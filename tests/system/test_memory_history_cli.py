@@ -193,3 +193,34 @@ def test_the_python_api_lists_history_restores_a_version_exports_and_imports(env
     [entry] = out["exported"]
     assert (entry["text"], entry["tags"]) == (FACT, ["ops"])
     assert out["added"] == [entry["id"]] and out["after"] == out["exported"]
+
+
+def test_a_hand_edit_the_running_service_sees_becomes_a_version(db_url, tmp_path):
+    from tests.service import Process, service_env, texts, wait_for
+
+    env = service_env(db_url, tmp_path / "home")
+    folder = tmp_path / "home" / "memories"
+    service = Process(["serve"], env, tmp_path / "serve.log")
+    try:
+        memory = remember(env, FACT)
+        note = folder / memory["path"]
+        note.write_text(note.read_text(encoding="utf-8").replace("three", "seven"), encoding="utf-8")
+        wait_for(lambda: "seven" in texts(db_url, memory["path"]), 60, message="the hand edit indexed")
+        wait_for(
+            lambda: [
+                e for e in service.events() if e["event"] == "memory_edit_recorded" and e.get("id") == memory["id"]
+            ],
+            30,
+            message="the hand edit recorded",
+        )
+        recorded = recorded_versions(folder.resolve(), memory["id"])
+        assert [version.event for version in recorded] == ["remember", "edit"]
+        assert recorded[-1].content == note.read_bytes()
+        # A change through pgrecall after it goes on from the edit, which restore can bring back.
+        ok(run_cli("update", memory["id"], "--text", NEW_FACT, env=env))
+        ok(run_cli("restore", memory["id"], "--version", "2", env=env))
+        assert "seven replicas" in note.read_text(encoding="utf-8")
+        shown = json.loads(ok(run_cli("memories", "history", memory["id"], "--json", env=env)))
+        assert [entry["event"] for entry in shown] == ["remember", "edit", "update", "restore"]
+    finally:
+        assert service.stop() == 0
