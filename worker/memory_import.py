@@ -1,8 +1,8 @@
 """Import of memories: an export's JSON Lines (pgrecall.memory_export), basic-memory notes, plain Markdown.
 
-Importing an export is idempotent: an id
-already there with the same text is left alone, an id there with another text is a conflict
-(left alone and named: the user decides), a new id is written with its times and indexed.
+Importing an export is idempotent: an id already there with the same text is left alone, an id
+there with another text is a conflict (left alone and named: the user decides), a new id is
+written with its times and indexed.
 Notes without an id (basic-memory's, a folder of Markdown files) are remembered: the same text
 twice is still one memory.
 
@@ -20,18 +20,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
 import yaml
 
 from pgrecall import contract, memory_notes
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.front_matter import split_front_matter
-from pgrecall.memory_export import export_line, export_lines
 from pgrecall.memory_notes import Memory
 
 if TYPE_CHECKING:
     from pgrecall.worker.memory_service import MemoryService
 
 _BASIC_MEMORY_KEYS = ("type", "permalink")
+log = structlog.get_logger("pgrecall.memories")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,6 +202,14 @@ async def import_records(service: MemoryService, items: Iterable[Record | tuple[
             await _import_one(service, item, summary)
         except (PgRecallError, OSError) as exc:
             summary.failed.append((item.where, first_line(exc)))
+    log.info(
+        "memories_imported",
+        added=len(summary.added),
+        unchanged=len(summary.unchanged),
+        conflicts=len(summary.conflicts),
+        forgotten=len(summary.forgotten),
+        failed=len(summary.failed),
+    )
     return summary
 
 
@@ -257,6 +266,3 @@ async def import_path(service: MemoryService, path: Path) -> Summary:
     if not path.exists():
         raise InvalidInput(f"nothing to import at {path}: give a JSON Lines file, a Markdown file or a folder")
     return await import_records(service, records_of(path))
-
-
-__all__ = ["Record", "Summary", "export_line", "export_lines", "import_path", "import_records", "records_of"]
