@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from pgrecall import contract
 from pgrecall.errors import PgRecallError
+from pgrecall.memory_history import Version
 from pgrecall.memory_notes import Memory
 
 
@@ -40,7 +41,8 @@ class MemoryWriter(Protocol):
     Input is validated by pgrecall.contract: bad input raises InvalidInput, an unknown id MemoryNotFound.
     `expect` (update, forget): the `version` the caller read; another one raises StaleVersion and
     nothing changes. Without it the call applies to whatever the memory holds (as before versions).
-    forget moves the note into the trash (restore brings it back); `purge` deletes it for good."""
+    forget moves the note into the trash (restore brings it back); `purge` deletes it for good.
+    history: every version of a memory, oldest first; restore with `version` brings one back."""
 
     def remember(
         self,
@@ -62,7 +64,11 @@ class MemoryWriter(Protocol):
 
     def forget(self, memory_id: str, expect: str | None = None, purge: bool = False) -> Memory: ...
 
-    def restore(self, memory_id: str) -> Saved: ...
+    def restore(self, memory_id: str, version: int | None = None) -> Saved: ...
+
+    def history(self, memory_id: str) -> list[Version]: ...
+
+    def import_lines(self, content: str) -> Any: ...  # a pgrecall.worker.memory_import.Summary
 
     def list(
         self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False
