@@ -112,9 +112,7 @@ query_terms AS MATERIALIZED (
     WHERE ts.df > 0
 ),
 matches AS MATERIALIZED (
-    SELECT q.key, m.chunk_id, m.document_id, m.tf, m.document_length,
-           q.chunk_idf * m.tf * (%(k1)s + 1)
-           / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / q.chunk_length)) AS chunk_score
+    SELECT q.key, m.chunk_id, m.document_id, m.tf, m.chunk_length, m.document_length
     FROM query_terms q
     CROSS JOIN LATERAL (
         SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
@@ -124,11 +122,6 @@ matches AS MATERIALIZED (
         ORDER BY p.impact DESC, p.chunk_id
         LIMIT %(depth)s
     ) m
-),
-best_chunks AS (
-    SELECT DISTINCT ON (document_id) document_id, chunk_id
-    FROM (SELECT chunk_id, document_id, sum(chunk_score) AS score FROM matches GROUP BY chunk_id, document_id) c
-    ORDER BY document_id, score DESC, chunk_id
 ),
 document_terms AS (
     -- document_length is the same on all of a document's postings; a document has one language.
@@ -143,11 +136,29 @@ document_scores AS (
     FROM document_terms t
     JOIN query_terms q ON q.key = t.key
     GROUP BY t.document_id
+),
+top_documents AS MATERIALIZED (
+    -- Every document that can make the list (ties at the cut too, which the best chunk's id
+    -- orders): only their chunks are scored and sorted, not every matched chunk.
+    SELECT document_id, score FROM document_scores ORDER BY score DESC FETCH FIRST %(limit)s ROWS WITH TIES
+),
+best_chunks AS (
+    SELECT DISTINCT ON (document_id) document_id, chunk_id
+    FROM (
+        SELECT m.chunk_id, m.document_id,
+               sum(q.chunk_idf * m.tf * (%(k1)s + 1)
+                   / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / q.chunk_length))) AS score
+        FROM matches m
+        JOIN query_terms q ON q.key = m.key
+        WHERE m.document_id IN (SELECT document_id FROM top_documents)
+        GROUP BY m.chunk_id, m.document_id
+    ) c
+    ORDER BY document_id, score DESC, chunk_id
 )
-SELECT b.chunk_id, ds.score
+SELECT b.chunk_id, t.score
 FROM best_chunks b
-JOIN document_scores ds ON ds.document_id = b.document_id
-ORDER BY ds.score DESC, b.chunk_id
+JOIN top_documents t ON t.document_id = b.document_id
+ORDER BY t.score DESC, b.chunk_id
 LIMIT %(limit)s
 
 -- embedding_spaces --
