@@ -80,6 +80,36 @@ def plan_summary(plan: dict) -> dict:
     }
 
 
+def end_to_end(args: argparse.Namespace) -> int:
+    import pgrecall
+    from pgrecall.api.search import Searcher
+    from pgrecall.settings import load_settings
+
+    settings = load_settings()
+    dataset = load_dataset(Path(args.dataset), args.split)
+    url = eval_database_url(settings, dataset, fresh=False)
+    texts = list(dataset.queries.values())
+    timings: list[float] = []
+    with Searcher(url, settings, pool_size=1) as searcher:
+        for round_ in range(args.rounds + 1):
+            for query in texts:
+                started = time.perf_counter()
+                searcher.search(query, k=10, mode="keyword")
+                if round_:
+                    timings.append((time.perf_counter() - started) * 1000)
+    tree = str(Path(pgrecall.__file__).resolve().parent.parent)
+    print(
+        json.dumps(
+            {
+                "tree": tree,
+                "keyword_search_p50_ms": round(statistics.median(timings), 2),
+                "keyword_search_p95_ms": round(percentile(timings, 95), 2),
+            }
+        )
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="../shared/data/scifact")
@@ -87,8 +117,16 @@ def main() -> int:
     parser.add_argument("--against", default="main", help="the git revision whose keyword arm is the baseline")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE the first N queries")
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="instead: time whole keyword searches (Searcher.search, k = 10: session, arm, hits) of the tree "
+        "this interpreter imports; run it with another tree's interpreter to compare",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.end_to_end:
+        return end_to_end(args)
 
     from pgrecall.api import store
     from pgrecall.settings import load_settings
