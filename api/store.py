@@ -71,7 +71,7 @@ class VectorHit(NamedTuple):
 
 
 class SpaceIndex(NamedTuple):
-    """An embedding space the index holds, as the vector arm addresses it (query embedding_space)."""
+    """An embedding space the index holds, as the vector arm addresses it (from query query_spaces)."""
 
     id: int
     dimensions: int
@@ -257,11 +257,6 @@ class ReadSession:
         """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
         with self.conn.cursor(row_factory=scalar_row) as cursor:
             return cursor.execute(_RAW["embedding_spaces"]).fetchall()
-
-    def space_index(self, space: str) -> SpaceIndex | None:
-        """The id and width of `space`; None when the index never held it."""
-        with self.conn.cursor(row_factory=class_row(SpaceIndex)) as cursor:
-            return cursor.execute(_RAW["embedding_space"], {"space": space}).fetchone()
 
     def query_space(self, space: str) -> SpaceIndex | None:
         """The space a query embedded in `space` is compared with; None when the index holds no

@@ -186,10 +186,6 @@ SELECT s.space, e.id, e.dimensions
 FROM ({embedding_spaces}) s
 LEFT JOIN pgrecall.embedding_spaces e ON e.space = s.space
 
--- embedding_space --
--- The id and width of one embedding space (0023); no row for a space the index never held.
-SELECT id, dimensions FROM pgrecall.embedding_spaces WHERE space = %(space)s
-
 -- fetch_hits --
 -- similarity: with the query's vector (NULL when it was not embedded: keyword mode).
 SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
