@@ -60,7 +60,8 @@ def params(query: str) -> dict:
 
 
 def plan_summary(plan: dict) -> dict:
-    """Exclusive time per node type (ms) and the plan's shared buffers."""
+    """Exclusive time per node type (ms, approximate: a CTE's work shows again under the CTE Scan
+    that first reads it) and the plan's shared buffers."""
     exclusive: dict[str, float] = defaultdict(float)
 
     def walk(node: dict) -> float:
