@@ -107,6 +107,8 @@ def plan(argv: list[str], environ: dict[str, str]) -> tuple[argparse.Namespace, 
     env.update(PGRECALL_HOME=str(home), PGRECALL_LOG_FORMAT="json", PGRECALL_CONFIG=str(home / "none.toml"))
     if args.database is not None:
         env["PGRECALL_DATABASE_URL"] = args.database
+    if not existing:
+        env.setdefault("PGRECALL_EDITOR_COMMAND", "xdg-open {path}")  # the document screenshot shows its button
     dataset = Path(args.dataset).name if args.eval is not None else None
     return args, Plan(env=env, build=not existing and not args.reuse, existing=existing, eval_dataset=dataset)
 

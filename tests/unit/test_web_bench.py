@@ -22,6 +22,7 @@ def test_by_default_the_bench_builds_and_serves_its_own_home_whatever_the_enviro
     assert plan.env["PGRECALL_HOME"] == str((tmp_path / "h").resolve())
     assert not {"PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_API_TOKEN"} & set(plan.env)
     assert plan.env["PGRECALL_MODEL_CACHE"] == "/models" and plan.env["PATH"] == "/usr/bin"
+    assert plan.env["PGRECALL_EDITOR_COMMAND"] == "xdg-open {path}"  # never run: the screenshot shows the button
     _, reused = web_bench.plan(["--home", str(tmp_path / "h"), "--reuse"], ENVIRON)
     assert not reused.build and not reused.existing  # its own home, served writable (the memory form's screenshot)
 
@@ -30,6 +31,7 @@ def test_eval_serves_the_eval_database_of_the_datasets_name_in_that_home(tmp_pat
     args, plan = web_bench.plan(["--eval", str(tmp_path / "eval-home"), "--dataset", "/data/SciFact"], ENVIRON)
     assert plan.existing and not plan.build and plan.eval_dataset == "SciFact"
     assert plan.env["PGRECALL_HOME"] == str((tmp_path / "eval-home").resolve())
+    assert "PGRECALL_EDITOR_COMMAND" not in plan.env
     assert "PGRECALL_DATABASE_URL" not in plan.env  # known once the home's server runs (served_url)
     own = "user=postgres dbname=pgrecall host=/tmp/eval-home/pgdata"
     served = conninfo_to_dict(web_bench.with_database(own, web_bench.eval_database_name(plan.eval_dataset)))
