@@ -241,7 +241,8 @@ def typing_latency(browser, base: str, queries: list[str]) -> tuple[list[float],
         page.locator('#results .hits[data-q=""]').wait_for(state="attached")
         page.evaluate("() => { window.__bench.painted = []; performance.clearResourceTimings(); }")
         box.press_sequentially(query, delay=60)
-        selector = f"#results .hits[data-q={json.dumps(query)}]"
+        # a CSS string: json.dumps escapes quotes and backslashes as CSS does, but \uXXXX is no CSS escape
+        selector = f"#results .hits[data-q={json.dumps(query, ensure_ascii=False)}]"
         page.locator(selector).wait_for(state="attached", timeout=30000)
         page.wait_for_timeout(50)  # the frame after the swap
         last, painted = page.evaluate(
