@@ -569,11 +569,13 @@ def create_app(
     memory_folder: Path | None = None,
     status: Callable[[], dict[str, Any]] | None = None,
     listen_host: str | None = None,
+    editor_command: tuple[str, ...] | None = None,
 ) -> FastAPI:
     """The app, with the web page (pgrecall.api.web) at /: `status` gives its status page what
     `pgrecall status` reports, `listen_host` joins its Host allow-list. `memories`: the memory client, or a Startup that builds it on the first write (built
     by the caller: this module never imports the write path); None, or `read_only`, refuses writes
-    with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client."""
+    with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client.
+    `editor_command`: the document page's "Open in editor" (pgrecall.api.editor.parse_command)."""
     app = FastAPI(
         title="pgrecall",
         version="1",
@@ -584,7 +586,8 @@ def create_app(
     )
     add_error_handlers(app)
     # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
-    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token), memories)
+    hosts = web.allowed_hosts(listen_host, token)
+    web.mount(app, searcher, token, read_only, memory_folder, status, hosts, memories, editor_command)
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)
@@ -609,11 +612,14 @@ def serve(
     read_only: bool = False,
     memory_folder: Path | None = None,
     status: Callable[[], dict[str, Any]] | None = None,
+    editor_command: tuple[str, ...] | None = None,
 ) -> None:
     import uvicorn
 
     check_binding(host, token, port)
-    app = create_app(searcher, token if token else None, memories, read_only, memory_folder, status, host)
+    app = create_app(
+        searcher, token if token else None, memories, read_only, memory_folder, status, host, editor_command
+    )
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again
     # under the handler it found; this one turns that into a clean exit 0,
     # which is what a supervisor expects of a requested stop.

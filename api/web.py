@@ -12,6 +12,9 @@ Safety (mount() installs it):
   so a page of another site cannot reach this one by DNS rebinding.
 - With a token (any non-loopback address needs one) a page asks for it once (/login) and keeps
   it in an HttpOnly, SameSite=Strict cookie; the bearer header works as well.
+- "Open in editor" (PGRECALL_EDITOR_COMMAND, pgrecall.api.editor) is a POST like any write: it
+  runs the command only for the file of the document the URL's id names, looked up here, never
+  a path the request carries; refused under --read-only.
 - A write (any method but GET, HEAD, OPTIONS), of the page or of the JSON API, whose Origin is
   another site's, or whose Sec-Fetch-Site says cross-site, is refused with 403.
 - Every page carries a strict Content-Security-Policy (scripts and styles from this server only,
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+import structlog
 from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
@@ -41,10 +45,12 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pgrecall import contract, kinds
+from pgrecall.api import editor
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
 from pgrecall.memory_client import MemoryWriter
+from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 
 HERE = Path(__file__).parent
 COOKIE = "pgrecall_token"
@@ -65,12 +71,14 @@ CONVERSATION_KINDS = frozenset(
     {kinds.CLAUDE_CONVERSATION, kinds.CLAUDE_CODE_SESSION, kinds.CHATGPT_CONVERSATION, kinds.CLAUDE_PROJECT}
 )
 MAX_HIGHLIGHT_TERMS = 32
+EDITOR_READ_ONLY = "this page is read-only (pgrecall api --read-only): it opens no editor"
 _WORDS = re.compile(r"\w+")
 
 # CommonMark with tables; raw HTML off, so `<script>` in a note is text. markdown-it's own
 # link check refuses javascript:, vbscript:, file: and data: (but images) URLs.
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+log = structlog.get_logger(__name__)
 
 
 def render_markdown(text: str) -> Markup:
@@ -189,11 +197,13 @@ def mount(
     status: Callable[[], dict[str, Any]] | None = None,
     hosts: frozenset[str] | None = frozenset(LOOPBACK_NAMES),
     memories: Lazy[MemoryWriter] | None = None,
+    editor_command: tuple[str, ...] | None = None,
 ) -> None:
     """The pages, their static files and the cross-site write guard, on `app`. `status`: what
     `pgrecall status` reports (built by the caller with a read-only connection); without it the
     status page shows the search side's /health. `hosts`: the Host allow-list (None: any).
-    `memories`: the memory client the memory forms write through (none: no forms)."""
+    `memories`: the memory client the memory forms write through (none: no forms).
+    `editor_command`: PGRECALL_EDITOR_COMMAND as editor.parse_command split it (none: no button)."""
     from pgrecall.api import web_memories  # it builds on this module's page helpers
 
     app.add_middleware(CrossSiteWriteGuard)
@@ -204,7 +214,7 @@ def mount(
 
     app.add_exception_handler(NeedsLogin, on_needs_login)
     guards = [Depends(_host_guard(hosts)), Depends(_login_guard(token))]
-    app.include_router(router(searcher, token, read_only, memory_folder, status), dependencies=guards)
+    app.include_router(router(searcher, token, read_only, memory_folder, status, editor_command), dependencies=guards)
     common = {"read_only": read_only, "with_memories": memory_folder is not None}
     app.include_router(web_memories.router(memories, read_only, memory_folder, common), dependencies=guards)
     app.include_router(login_router(token), dependencies=[Depends(_host_guard(hosts))])
@@ -270,8 +280,9 @@ def router(
     read_only: bool,
     memory_folder: Path | None,
     status: Callable[[], dict[str, Any]] | None,
+    editor_command: tuple[str, ...] | None = None,
 ) -> APIRouter:
-    """GET /, /documents/{id} (HTML), /status."""
+    """GET /, /documents/{id} (HTML), /status; POST /documents/{id}/open (the editor)."""
     router = APIRouter(include_in_schema=False)
     common = {"read_only": read_only, "with_memories": memory_folder is not None}
 
@@ -326,10 +337,17 @@ def router(
             request, "results.html" if partial else "search.html", context, 422 if error and not partial else 200
         )
 
-    def document_page(request: Request, document_id: int, passage: str = "", q: str = "") -> HTMLResponse:
+    def document_page(
+        request: Request, document_id: int, passage: str = "", q: str = "", opened: str = ""
+    ) -> HTMLResponse:
         found = searcher.get_document(document_id)
         if found is None:
             return page(request, "missing.html", {**common, "what": f"no document {document_id}"}, 404)
+        return document_view(request, found, passage, q, opened=opened == "1")
+
+    def document_view(
+        request: Request, found: Any, passage: str, q: str, opened: bool = False, editor_error: str | None = None
+    ) -> HTMLResponse:
         conversation = found.kind in CONVERSATION_KINDS
         chunks = [
             {
@@ -341,7 +359,7 @@ def router(
             }
             for chunk in found.chunks
         ]
-        location = Path(found.source_root) / found.path.split("#", 1)[0]
+        location = file_of(found)
         context = {
             **common,
             "document": found,
@@ -351,10 +369,39 @@ def router(
             "file_url": location.as_uri() if location.is_absolute() else None,
             "location": str(location),
             "date": _date(found.occurred_at or found.mtime),
+            "passage": passage,
+            "editor": editor_command is not None and not read_only and location.is_absolute(),
+            "opened": opened,
+            "editor_error": editor_error,
         }
-        return page(request, "document.html", context)
+        return page(request, "document.html", context, 500 if editor_error else 200)
 
     router.add_api_route("/documents/{document_id}", document_page, methods=["GET"], route_class_override=PageRoute)
+
+    @router.post("/documents/{document_id}/open", response_class=HTMLResponse)
+    def open_in_editor(request: Request, document_id: int, passage: str = Form(""), q: str = Form("")) -> Response:
+        if read_only:
+            return page(request, "missing.html", {**common, "what": EDITOR_READ_ONLY}, 403)
+        if editor_command is None:
+            what = "no editor is configured (PGRECALL_EDITOR_COMMAND)"
+            return page(request, "missing.html", {**common, "what": what}, 404)
+        found = searcher.get_document(document_id)
+        if found is None:
+            return page(request, "missing.html", {**common, "what": f"no document {document_id}"}, 404)
+        location = file_of(found)
+        if not location.is_absolute() or not location.is_file():
+            what = f"the file of document {document_id} is not there: {location}"
+            return page(request, "missing.html", {**common, "what": what}, 404)
+        chunk = next((c["text"] for c in found.chunks if passage and passage_key(c["text"]) == passage), None)
+        line = editor.find_line(location, chunk, DEFAULT_MAX_FILE_BYTES)
+        try:
+            pid = editor.launch(editor.argv_for(editor_command, str(location), line))
+        except OSError as exc:
+            log.warning("editor_failed", document=document_id, program=editor_command[0], error=str(exc))
+            return document_view(request, found, passage, q, editor_error=f"{editor_command[0]}: {exc.strerror or exc}")
+        log.info("editor_opened", document=document_id, line=line, pid=pid)
+        target = f"/documents/{document_id}?" + urlencode({"passage": passage, "q": q, "opened": "1"})
+        return RedirectResponse(target + (f"#p-{passage}" if chunk is not None else ""), status_code=303)
 
     @router.get("/status", response_class=HTMLResponse)
     def status_page(request: Request) -> HTMLResponse:
@@ -365,6 +412,11 @@ def router(
         return page(request, "status_body.html" if partial else "status.html", context)
 
     return router
+
+
+def file_of(found: Any) -> Path:
+    """The file a document was read from (a conversation of an export: the export's file)."""
+    return Path(found.source_root) / found.path.split("#", 1)[0]
 
 
 def _date(value: datetime.datetime | None) -> str:

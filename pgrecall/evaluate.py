@@ -100,11 +100,15 @@ def write_notes(dataset: Dataset, folder: Path) -> dict[str, str]:
     return mapping
 
 
+def eval_database_name(dataset_name: str) -> str:
+    """The database `pgrecall eval` indexes a dataset into (bench/web_bench.py --eval serves it)."""
+    return f"pgrecall_eval_{_safe_name(dataset_name).lower()}"[:63]
+
+
 def eval_database_url(settings: Settings, dataset: Dataset, fresh: bool) -> str:
     """A database of the eval's own on the configured server, never the user's index."""
     url = database.database_url(settings)
-    name = f"pgrecall_eval_{_safe_name(dataset.name).lower()}"[:63]
-    eval_url = database.ensure_database(url, name, fresh=fresh)
+    eval_url = database.ensure_database(url, eval_database_name(dataset.name), fresh=fresh)
     with database.connect(eval_url) as conn:
         migrate(conn, provision_reader=False)  # the index keeps the reader role's password
     return eval_url

@@ -274,6 +274,13 @@ SETTINGS: tuple[Setting, ...] = (
         "ask it first); a path, or off",
         shown="PGRECALL_HOME/search.sock",
     ),
+    Setting(
+        "editor_command",
+        "PGRECALL_EDITOR_COMMAND",
+        'the web page\'s document view gets an "Open in editor" button that runs this command, split like a '
+        "shell line (never run by one), {path} and {line} replaced: code --goto {path}:{line}, xdg-open {path}",
+        shown="none: the page links the file (file://)",
+    ),
 )
 
 _BY_FIELD = {setting.field: setting for setting in SETTINGS}
@@ -334,6 +341,7 @@ class Settings:
     hook_min_score: float
     hook_deadline: float
     warm_socket: str | None
+    editor_command: str | None
 
     @property
     def embedded(self) -> bool:

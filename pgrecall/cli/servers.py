@@ -113,10 +113,11 @@ def status_reader(settings: Settings, index: Searcher, read_only: bool) -> Calla
 
 
 def run_api(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.api import http
+    from pgrecall.api import editor, http
     from pgrecall.memory_notes import folder_of
 
     http.check_binding(args.host, settings.api_token, args.port)
+    editor_command = editor.parse_command(settings.editor_command) if settings.editor_command else None
     index, memories = api_parts(settings, args.read_only)
     try:
         http.serve(
@@ -128,6 +129,7 @@ def run_api(args: argparse.Namespace, settings: Settings) -> int:
             read_only=args.read_only,
             memory_folder=folder_of(settings),
             status=status_reader(settings, index, args.read_only),
+            editor_command=editor_command,
         )
     finally:
         index.close()

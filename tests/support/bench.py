@@ -1,17 +1,20 @@
-"""bench/scale_bench.py, loaded as the module `scale_bench` (bench/ is no package)."""
+"""Modules of bench/, loaded by name (bench/ is no package): scale_bench and web_bench."""
 
 import importlib.util
 import sys
 from pathlib import Path
 
 
-def _load():
-    path = Path(__file__).resolve().parents[2] / "bench" / "scale_bench.py"
-    spec = importlib.util.spec_from_file_location("scale_bench", path)
+def _load(name: str):
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["scale_bench"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-scale_bench = sys.modules.get("scale_bench") or _load()
+scale_bench = _load("scale_bench")
+web_bench = _load("web_bench")

@@ -30,6 +30,18 @@ def test_api_command_refuses_a_port_out_of_range_in_one_line(tmp_path, port):
     assert result.stderr.strip() == f"pgrecall: error: --port must be from 1 to 65535, got {port}"
 
 
+def test_api_command_refuses_an_editor_command_that_names_no_file_before_it_starts(tmp_path):
+    env = dict(
+        os.environ, PGRECALL_HOME=str(tmp_path), PGRECALL_LOG_FORMAT="json", PGRECALL_EDITOR_COMMAND="code --goto"
+    )
+    result = run_cli("api", "--port", str(_free_port()), env=env, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "pgrecall: error: PGRECALL_EDITOR_COMMAND must name {path}, the file to open: 'code --goto'"
+    )
+    assert not (tmp_path / "pgdata").exists()  # refused before the embedded server was started
+
+
 def test_api_command_serves_on_loopback_and_refuses_open_binding_without_token(db_url, tmp_path):
     env = dict(
         os.environ,

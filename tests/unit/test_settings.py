@@ -33,6 +33,7 @@ EXPECTED_DEFAULTS = {
     "log_format": None,
     "reconcile_seconds": 600,
     "stalled_seconds": 30,
+    "editor_command": None,
 }
 
 
@@ -79,6 +80,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_HOOK_DEADLINE": "2.5",
         "PGRECALL_WARM_SOCKET": "off",
         "PGRECALL_LANGUAGES": "de,fr",
+        "PGRECALL_EDITOR_COMMAND": "code --goto {path}:{line}",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -98,6 +100,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert (settings.hook_min_score, settings.hook_deadline) == (-0.5, 2.5)
     assert settings.warm_socket == "off"
     assert settings.languages == "de,fr"
+    assert settings.editor_command == "code --goto {path}:{line}"  # split by the API, which refuses a bad one
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
