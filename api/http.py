@@ -45,7 +45,7 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
-from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
@@ -206,6 +206,10 @@ class RememberBody(BaseModel):
     )
     metadata: Any = Field(None, json_schema_extra=_METADATA_SCHEMA)
     project: str | None = Field(None, description="the project it belongs to (its folder, or a name)")
+    force: bool = Field(
+        False, description="save even when a memory says nearly the same (else 409 naming it, nothing saved)"
+    )
+    allow_secret: bool = Field(False, description="save even a text holding a secret (else 422, nothing saved)")
 
 
 class UpdateBody(BaseModel):
@@ -307,10 +311,16 @@ _ERRORS: dict[type[Exception], Callable[[Exception], tuple[int, str]]] = {
 }
 
 
+async def _near_duplicate(request: Request, exc: NearDuplicate) -> JSONResponse:
+    """409 with the memories that already say it: {"error": one line, "near_duplicates": [{id, text, similarity}]}."""
+    return JSONResponse(status_code=409, content=exc.to_json())
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Every error a JSON {"error": one line}; nothing reaches a traceback."""
     app.add_exception_handler(RequestValidationError, _invalid_request)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(NearDuplicate, _near_duplicate)  # type: ignore[arg-type]
     for kind, answer in _ERRORS.items():
 
         async def handler(request: Request, exc: Exception, answer=answer) -> JSONResponse:
@@ -420,12 +430,22 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         response_model=SavedOut,
         status_code=201,
         summary="Remember: write a note of the memory folder and index it",
-        responses={200: {"description": "the same text was already remembered: that memory", "model": SavedOut}},
+        responses={
+            200: {"description": "the same text was already remembered: that memory", "model": SavedOut},
+            409: {"description": "not saved: memories say nearly the same (near_duplicates); force: true saves"},
+            422: {"description": "not saved: invalid input, or the text holds a secret (its kind and place)"},
+        },
     )
     def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
         metadata = contract.with_project(body.metadata, body.project)
         saved = writer().remember(
-            body.text, title=body.title, tags=body.tags, metadata=metadata, source=source or "http"
+            body.text,
+            title=body.title,
+            tags=body.tags,
+            metadata=metadata,
+            source=source or "http",
+            force=body.force,
+            allow_secret=body.allow_secret,
         )
         if not saved.created:
             response.status_code = 200

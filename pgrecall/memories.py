@@ -22,6 +22,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from pgrecall.memory_client import NearDuplicate, SecretInMemory, StaleVersion
 from pgrecall.memory_notes import Memory, folder_of, list_memories
 from pgrecall.settings import Settings, load_settings
 
@@ -29,7 +30,17 @@ if TYPE_CHECKING:
     from pgrecall.memory_client import Saved
     from pgrecall.worker.memory_service import MemoryClient
 
-__all__ = ["close_default_client", "forget", "list_memories", "remember", "restore", "update_memory"]
+__all__ = [
+    "NearDuplicate",
+    "SecretInMemory",
+    "StaleVersion",
+    "close_default_client",
+    "forget",
+    "list_memories",
+    "remember",
+    "restore",
+    "update_memory",
+]
 
 _client: MemoryClient | None = None
 _client_lock = threading.Lock()
@@ -91,16 +102,25 @@ def remember(
     metadata: Mapping[str, str | int | float | bool] | None = None,
     source: str | None = None,
     project: str | None = None,
+    force: bool = False,
+    allow_secret: bool = False,
 ) -> Saved:
     """Write `text` as a note of the memory folder and index it; `project` (a folder, taken to its
     git top-level, or a name) is written as the front matter's `project`. Returns a `Saved`: `.memory`
     (id, path relative to the memory folder, title, text, tags, source, metadata, created,
     updated), `.created` (False: the same text was already remembered; that memory is
-    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput."""
+    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput.
+
+    Nothing is saved, and pgrecall.memory_client.NearDuplicate is raised, when memories already
+    say nearly the same (`.similar`: their id, text and similarity; update one with
+    update_memory(id, ...), or pass `force=True`); SecretInMemory (an InvalidInput, `.kind`,
+    `.where`) when the text or title holds a secret (`allow_secret=True` saves it anyway)."""
     from pgrecall.contract import with_project
 
     metadata = with_project(metadata, project)
-    return default_client().remember(text, title=title, tags=tags, metadata=metadata, source=source)
+    return default_client().remember(
+        text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
+    )
 
 
 def update_memory(
