@@ -60,7 +60,9 @@ def _term(word: str) -> str:
 def rare_terms(text: str) -> frozenset[str]:
     """The words of `text` that can tell one fact from another: no stop word, numbers as digits."""
     return frozenset(
-        term for term in (_term(word) for word in _WORD.findall(text)) if term not in STOP_WORDS and (len(term) > 1 or term.isdigit())
+        term
+        for term in (_term(word) for word in _WORD.findall(text))
+        if term not in STOP_WORDS and (len(term) > 1 or term.isdigit())
     )
 
 
