@@ -223,6 +223,7 @@ class UpdateBody(BaseModel):
     expect: str | None = Field(
         None, description="the version you read: 409, and nothing changes, if the memory changed since"
     )
+    allow_secret: bool = Field(False, description="save even a text holding a secret (else 422, nothing changes)")
 
 
 SourceHeader = Annotated[str | None, Header(alias=SOURCE_HEADER, description="who writes the memory (default: http)")]
@@ -455,7 +456,14 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         "/memories/{memory_id}", response_model=SavedOut, summary="Rewrite a memory (text, title, tags) and re-index it"
     )
     def update_memory(memory_id: str, body: UpdateBody) -> dict[str, Any]:
-        saved = writer().update(memory_id, text=body.text, title=body.title, tags=body.tags, expect=body.expect)
+        saved = writer().update(
+            memory_id,
+            text=body.text,
+            title=body.title,
+            tags=body.tags,
+            expect=body.expect,
+            allow_secret=body.allow_secret,
+        )
         return saved.to_json()
 
     @router.delete(

@@ -308,6 +308,7 @@ def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         title: str | None = None,
         tags: list[str] | None = None,
         expect: str | None = None,
+        allow_secret: bool = False,
     ) -> dict[str, Any]:
         """Correct a memory saved earlier: replace its text, title or tags (only what you give changes).
 
@@ -323,8 +324,13 @@ def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
             expect: the memory's version as you read it (every memory carries its "version"): if the
                 memory changed since, the call fails and nothing changes: read it again, then retry.
                 Leave it out to overwrite whatever it holds.
+            allow_secret: save even a text holding a secret; only when the user asks for it.
         """
-        return _call(lambda: memories.get().update(id, text=text, title=title, tags=tags, expect=expect)).to_json()
+        return _call(
+            lambda: memories.get().update(
+                id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret
+            )
+        ).to_json()
 
 
 def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:

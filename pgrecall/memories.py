@@ -129,11 +129,15 @@ def update_memory(
     title: str | None = None,
     tags: Iterable[str] | None = None,
     expect: str | None = None,
+    allow_secret: bool = False,
 ) -> Saved:
     """Rewrite the memory of this id (only what is given changes) and re-index it; MemoryNotFound
     (an InvalidInput) when there is none. `expect`: the `version` you read (every Memory has one);
-    StaleVersion, and nothing changed, when the memory changed since. Without it: whatever it holds."""
-    return default_client().update(memory_id, text=text, title=title, tags=tags, expect=expect)
+    StaleVersion, and nothing changed, when the memory changed since. Without it: whatever it holds.
+    A new text or title holding a secret raises SecretInMemory, unless `allow_secret`."""
+    return default_client().update(
+        memory_id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret
+    )
 
 
 def forget(memory_id: str, expect: str | None = None, purge: bool = False) -> Memory:

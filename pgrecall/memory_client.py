@@ -92,7 +92,7 @@ class MemoryWriter(Protocol):
     nothing changes. Without it the call applies to whatever the memory holds (as before versions).
     forget moves the note into the trash (restore brings it back); `purge` deletes it for good.
     remember refuses, and saves nothing: a text nearly the same as a memory's (NearDuplicate, naming
-    them; `force` saves it anyway) and one holding a secret (SecretInMemory; `allow_secret`)."""
+    them; `force` saves it anyway) and, as update does, one holding a secret (SecretInMemory; `allow_secret`)."""
 
     def remember(
         self,
@@ -112,6 +112,7 @@ class MemoryWriter(Protocol):
         title: str | None = None,
         tags: Iterable[str] | None = None,
         expect: str | None = None,
+        allow_secret: bool = False,
     ) -> Saved: ...
 
     def forget(self, memory_id: str, expect: str | None = None, purge: bool = False) -> Memory: ...

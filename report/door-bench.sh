@@ -1,11 +1,15 @@
 #!/bin/sh
-# remember p50: the parent commit (6df2c48, in /tmp/door-base), then branch door, in one run on the
-# same machine. The door runs in full (the new text embedded, its nearest memories queried) at a
-# threshold of 1, so that the bench's templated texts (about one in five of which the default
-# 0.75 refuses as a near-duplicate of an earlier one) are all saved and the two runs do the same work.
-for tree in /tmp/door-base /work/wt-door; do
-  echo "== $tree"; uptime
-  (cd $tree && PGRECALL_MEMORY_DUPLICATE_SIMILARITY=1 nice -n 19 .venv/bin/python bench/memory_bench.py \
-      --memories 40 --processes 4 --distinct 2 2>/dev/null)
+# remember p50: the parent commit (6df2c48, checked out in /tmp/door-base with its own venv) and
+# branch door, alternated twice in one run on the same machine (2 cores shared with other work:
+# alternating spreads the load's drift over both). The door runs in full (the new text embedded,
+# its nearest memories queried) at a threshold of 1, so that the bench's templated texts (about one
+# in five of which the default 0.75 refuses as a near-duplicate of an earlier one) are all saved
+# and both trees do the same work.
+for round in 1 2; do
+  for tree in /tmp/door-base /work/wt-door; do
+    echo "== $tree round $round"; uptime
+    (cd $tree && PGRECALL_MEMORY_DUPLICATE_SIMILARITY=1 nice -n 19 .venv/bin/python bench/memory_bench.py \
+        --memories 60 --processes 4 --distinct 2 2>/dev/null)
+  done
 done
 uptime

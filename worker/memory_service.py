@@ -130,14 +130,9 @@ class MemoryService:
         clean_tags = contract.memory_tags(tags)
         clean_metadata = contract.memory_metadata(metadata)
         clean_source = contract.memory_source(source)
-        for name, value in (("force", force), ("allow_secret", allow_secret)):
-            if not isinstance(value, bool):
-                raise InvalidInput(f"{name} must be true or false")
-        if not allow_secret:
-            secret = memory_door.find_secret({"text": clean_text, "title": clean_title})
-            if secret is not None:
-                log.warning("memory_refused", reason="secret", kind=secret.kind, field=secret.field, line=secret.line)
-                raise secret.refusal()
+        if not isinstance(force, bool):
+            raise InvalidInput("force must be true or false")
+        _refuse_secrets(clean_text, clean_title, allow_secret)
         digest = memory_notes.content_digest(clean_text)
         async with self._locked(f"pgrecall.memory.text:{self.root}:{digest}"):
             existing = await self._find_same_text(clean_text, digest)
@@ -172,7 +167,7 @@ class MemoryService:
         threshold = self.settings.memory_duplicate_similarity
         try:
             # What the pipeline will embed for this note: its title is the heading of its chunk.
-            vector = (await self._indexer.batcher.embed([embedding_text(title or "", text)]))[0]
+            vector = (await self._indexer.batcher.embed_at_once([embedding_text(title or "", text)]))[0]
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
                     DOOR["nearest_memories"],
@@ -191,6 +186,8 @@ class MemoryService:
         for memory_id, similarity in rows:
             if similarity < threshold:
                 break
+            if not contract.MEMORY_ID.fullmatch(memory_id):  # a hand-edited front matter's id: no path
+                continue
             try:
                 # The text the note holds now (a hand edit included), not the index's copy.
                 memory = await asyncio.to_thread(self.files.read, memory_id)
@@ -224,7 +221,13 @@ class MemoryService:
         return None
 
     async def update(
-        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+        self,
+        memory_id: Any,
+        text: Any = None,
+        title: Any = None,
+        tags: Any = None,
+        expect: Any = None,
+        allow_secret: Any = False,
     ) -> Saved:
         clean_id = contract.memory_id(memory_id)
         clean_expect = contract.memory_version(expect)
@@ -237,6 +240,7 @@ class MemoryService:
             changes["tags"] = contract.memory_tags(tags)
         if not changes:
             raise InvalidInput("nothing to update: give text, title or tags")
+        _refuse_secrets(changes.get("text"), changes.get("title"), allow_secret)
         async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
@@ -287,6 +291,18 @@ class MemoryService:
 
     def list(self, since: Any = None, tags: Any = None, limit: int = 50, forgotten: Any = False) -> list[Memory]:
         return memory_notes.read_memories(self.files.folder, since=since, tags=tags, limit=limit, forgotten=forgotten)
+
+
+def _refuse_secrets(text: str | None, title: str | None, allow_secret: Any) -> None:
+    """SecretInMemory when the text or title holds a secret, unless `allow_secret`."""
+    if not isinstance(allow_secret, bool):
+        raise InvalidInput("allow_secret must be true or false")
+    if allow_secret:
+        return
+    secret = memory_door.find_secret({"text": text, "title": title})
+    if secret is not None:
+        log.warning("memory_refused", reason="secret", kind=secret.kind, field=secret.field, line=secret.line)
+        raise secret.refusal()
 
 
 def _without_secrets(title: str | None, text: str) -> tuple[str | None, str]:
@@ -360,9 +376,17 @@ class MemoryClient:
         )
 
     def update(
-        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+        self,
+        memory_id: Any,
+        text: Any = None,
+        title: Any = None,
+        tags: Any = None,
+        expect: Any = None,
+        allow_secret: Any = False,
     ) -> Saved:
-        return self._call(self._service.update(memory_id, text=text, title=title, tags=tags, expect=expect))
+        return self._call(
+            self._service.update(memory_id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret)
+        )
 
     def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:
         return self._call(self._service.forget(memory_id, expect=expect, purge=purge))

@@ -12,7 +12,7 @@ from pgrecall.cli.common import command, key_values, text_argument, url
 from pgrecall.settings import Settings
 
 EXIT_NEAR_DUPLICATE = 3  # remember: memories already say nearly the same; nothing saved
-EXIT_SECRET = 4  # remember: the text holds a secret; nothing saved
+EXIT_SECRET = 4  # remember, update: the text or title holds a secret; nothing saved
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -62,6 +62,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--expect",
         metavar="VERSION",
         help="the version you read (memories --json): refused, exit 1, if the memory changed since",
+    )
+    update.add_argument(
+        "--allow-secret", action="store_true", help="save even a text that holds a secret (else exit 4)"
     )
     update.add_argument("--json", action="store_true", help="print the memory as JSON")
 
@@ -121,6 +124,13 @@ def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
         print("pgrecall: warning: the note is written; it is indexed once the database answers", file=sys.stderr)
 
 
+def _secret_refused(exc, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"error": str(exc), "secret": exc.kind, "where": exc.where}, ensure_ascii=False))
+    print(f"pgrecall: error: {exc}", file=sys.stderr)
+    return EXIT_SECRET
+
+
 def run_remember(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.contract import with_project
 
@@ -150,10 +160,7 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
         print(f"pgrecall: {line}", file=sys.stderr)
         return EXIT_NEAR_DUPLICATE
     except SecretInMemory as exc:
-        if args.json:
-            print(json.dumps({"error": str(exc), "secret": exc.kind, "where": exc.where}, ensure_ascii=False))
-        print(f"pgrecall: error: {exc}", file=sys.stderr)
-        return EXIT_SECRET
+        return _secret_refused(exc, args.json)
     _print_saved(saved, folder, args.json, "remembered")
     return 0
 
@@ -161,13 +168,18 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
 def run_update(args: argparse.Namespace, settings: Settings) -> int:
     text = text_argument(args.text, required=False)
 
+    from pgrecall.memory_client import SecretInMemory
+
     async def run():
         async with _service(settings) as service:
             return service.root, await service.update(
-                args.id, text=text, title=args.title, tags=args.tag, expect=args.expect
+                args.id, text=text, title=args.title, tags=args.tag, expect=args.expect, allow_secret=args.allow_secret
             )
 
-    folder, saved = asyncio.run(run())
+    try:
+        folder, saved = asyncio.run(run())
+    except SecretInMemory as exc:
+        return _secret_refused(exc, args.json)
     _print_saved(saved, folder, args.json, "updated")
     return 0
 

@@ -95,6 +95,14 @@ def test_a_secret_is_refused_naming_its_kind_never_echoed_and_allow_secret_saves
             assert token not in repr(events)
             with pytest.raises(SecretInMemory, match="title holds a secret"):
                 await service.remember(UNRELATED, title=f"token {token}")
+            # An update is the same door: refused, the note unchanged, unless allowed.
+            clean = await service.remember(UNRELATED)
+            before = (memory_folder / clean.memory.path).read_bytes()
+            with pytest.raises(SecretInMemory, match=r"github token\) at line 1, column 5"):
+                await service.update(clean.memory.id, text=f"Use {token} now.")
+            assert (memory_folder / clean.memory.path).read_bytes() == before
+            updated = await service.update(clean.memory.id, text=f"Use {token} now.", allow_secret=True)
+            assert token in updated.memory.text
 
     asyncio.run(scenario())
     captured = capsys.readouterr()
@@ -142,5 +150,12 @@ def test_http_answers_409_naming_the_near_duplicates_and_422_for_a_secret(search
         assert "github token" in secret.json()["error"] and token not in secret.text
         allowed = client.post("/memories", json={"text": f"Use {token} to deploy.", "allow_secret": True})
         assert allowed.status_code == 201
+        memory_id = first.json()["id"]
+        patched = client.patch(f"/memories/{memory_id}", json={"text": f"Staging uses {token}."})
+        assert patched.status_code == 422 and "github token" in patched.json()["error"] and token not in patched.text
+        note = (memory_folder / first.json()["path"]).read_text()
+        assert FACT in note and token not in note
+        patched = client.patch(f"/memories/{memory_id}", json={"text": f"Staging uses {token}.", "allow_secret": True})
+        assert patched.status_code == 200
         assert client.post("/memories", json={"text": UNRELATED + "!", "force": "maybe"}).status_code == 422
         assert len(notes(memory_folder)) == 4

@@ -54,6 +54,10 @@ def test_remember_on_the_command_line_exits_3_for_a_near_duplicate_and_4_for_a_s
     assert allowed.returncode == 0, allowed.stderr
     assert TOKEN not in allowed.stdout + allowed.stderr and len(notes(folder)) == 3
 
+    updated = run_cli("update", memory_id, "--text", text, env=env)
+    assert updated.returncode == 4 and "github token" in updated.stderr and TOKEN not in updated.stderr
+    assert TOKEN not in "".join(path.read_text() for path in notes(folder) if memory_id in path.name)
+
 
 def _server(db_url: str, tmp_path) -> StdioServerParameters:
     return StdioServerParameters(
@@ -103,5 +107,7 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             assert "github token" in reason and "allow_secret=true" in reason and TOKEN not in reason
             allowed = await client.call_tool("remember", {"text": text, "project": "", "allow_secret": True})
             assert _result(allowed)["saved"] and len(notes(folder)) == 4
+            update = await client.call_tool("update_memory", {"id": first["id"], "text": text})
+            assert update.is_error and "github token" in update.content[0].text and TOKEN not in update.content[0].text
 
     asyncio.run(session())
