@@ -39,6 +39,7 @@ from pgrecall.memory_notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, memory_door, store
+from pgrecall.worker.adapters.markdown import heading_path
 from pgrecall.worker.document import embedding_text
 from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
@@ -104,10 +105,10 @@ class MemoryService:
             finally:
                 await self._lock_connection.execute(Q["unlock"], {"key": key})
 
-    async def _index(self, memory: Memory) -> bool:
+    async def _index(self, memory: Memory, vectors: dict[str, Any] | None = None) -> bool:
         assert self._indexer is not None
         try:
-            outcome = await self._indexer.index_file(self.root, memory.path)
+            outcome = await self._indexer.index_file(self.root, memory.path, vectors)
         except (psycopg.OperationalError, PgRecallError) as exc:
             log.warning("memory_not_indexed", id=memory.id, error=first_line(exc))
             return False
@@ -139,8 +140,8 @@ class MemoryService:
             if existing is not None:
                 # A note its writer did not live to index is indexed now; an indexed one is unchanged.
                 return Saved(existing, created=False, indexed=await self._index(existing))
-            if not force:
-                await self._refuse_near_duplicates(clean_text, clean_title)
+            # The check's vector is the note's: indexing it embeds nothing again.
+            vectors = {} if force else await self._refuse_near_duplicates(clean_text, clean_title)
             now = memories.now_utc()
             memory_id = memories.new_id()
             memory = Memory(
@@ -156,18 +157,20 @@ class MemoryService:
                 updated=now,
             )
             await asyncio.to_thread(self.files.write, memory)
-            indexed = await self._index(memory)
+            indexed = await self._index(memory, vectors)
         log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=True, indexed=indexed)
 
-    async def _refuse_near_duplicates(self, text: str, title: str | None) -> None:
-        """NearDuplicate when memories of the folder say nearly the same as `text`. When the model or
-        the database cannot answer, the memory is saved unchecked (as it is written unindexed)."""
+    async def _refuse_near_duplicates(self, text: str, title: str | None) -> dict[str, Any]:
+        """NearDuplicate when memories of the folder say nearly the same as `text`; else the text's
+        vector, by its embedding text. When the model or the database cannot answer, the memory is
+        saved unchecked (as it is written unindexed)."""
         assert self._indexer is not None and self._pool is not None
         threshold = self.settings.memory_duplicate_similarity
         try:
-            # What the pipeline will embed for this note: its title is the heading of its chunk.
-            vector = (await self._indexer.batcher.embed_at_once([embedding_text(title or "", text)]))[0]
+            # What the pipeline embeds for this note: its title is its chunk's heading ("# Title").
+            embedded = embedding_text(heading_path([(1, title)]) if title else "", text)
+            vector = (await self._indexer.batcher.embed_at_once([embedded]))[0]
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
                     DOOR["nearest_memories"],
@@ -181,7 +184,7 @@ class MemoryService:
                 rows = await cursor.fetchall()
         except (psycopg.OperationalError, PgRecallError) as exc:
             log.warning("memory_not_checked", error=first_line(exc))
-            return
+            return {}
         candidates = []
         for memory_id, similarity in rows:
             if similarity < threshold:
@@ -201,6 +204,7 @@ class MemoryService:
                 "memory_refused", reason="near_duplicate", ids=[c.id for c in found], similarity=found[0].similarity
             )
             raise memory_door.near_duplicate(found)
+        return {embedded: vector}
 
     async def _find_same_text(self, text: str, digest: str) -> Memory | None:
         """The memory of the folder holding exactly this text; MemoryUnreadable when the index

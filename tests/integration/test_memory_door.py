@@ -159,3 +159,23 @@ def test_http_answers_409_naming_the_near_duplicates_and_422_for_a_secret(search
         assert patched.status_code == 200
         assert client.post("/memories", json={"text": UNRELATED + "!", "force": "maybe"}).status_code == 422
         assert len(notes(memory_folder)) == 4
+
+
+def test_the_checks_vector_is_the_one_indexed_and_the_text_is_not_embedded_twice(
+    settings, db_url, memory_folder, searcher
+):
+    async def scenario():
+        async with MemoryService(settings, db_url, memory_folder) as service:
+            with structlog.testing.capture_logs() as events:
+                checked = await service.remember(FACT, title="Staging size")
+                untitled = await service.remember("The office plants are watered on Fridays.")
+                forced = await service.remember(UNRELATED, force=True)
+            return checked, untitled, forced, [e for e in events if e["event"] == "file_indexed"]
+
+    checked, untitled, forced, indexed = asyncio.run(scenario())
+    by_path = {event["path"]: event for event in indexed}
+    for saved in (checked, untitled):
+        assert (by_path[saved.memory.path]["chunks_embedded"], by_path[saved.memory.path]["chunks_reused"]) == (0, 1)
+    assert by_path[forced.memory.path]["chunks_embedded"] == 1  # no check, no vector: embedded as any note
+    hit = searcher.search("# Staging size\n\n" + FACT, k=1, mode="vector")[0]
+    assert hit.path == checked.memory.path and hit.similarity > 0.99
