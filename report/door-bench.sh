@@ -6,6 +6,9 @@
 # in five of which the default 0.75 refuses as a near-duplicate of an earlier one) are all saved
 # and both trees do the same work. On the branch, --door also times the check on and off in turn
 # within one process, the figure that the load's drift cannot skew.
+# The base tree, made once:
+#   git worktree add --detach /tmp/door-base 6df2c48 && cp -a /work/main/.venv /tmp/door-base/.venv
+#   (cd /tmp/door-base && .venv/bin/python -m pip install -q --no-deps -e .)
 for round in 1 2; do
   echo "== /tmp/door-base round $round"; uptime
   (cd /tmp/door-base && PGRECALL_MEMORY_DUPLICATE_SIMILARITY=1 nice -n 19 .venv/bin/python bench/memory_bench.py \
