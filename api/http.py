@@ -27,8 +27,9 @@ from typing import Annotated, Any, Literal
 
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -46,8 +47,12 @@ from pgrecall.errors import (
     first_line,
 )
 from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
+from pgrecall.memory_export import export_lines
+from pgrecall.memory_history import history
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
+EXPORT_MEDIA_TYPE = "application/x-ndjson"
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
 READ_ONLY_REASON = "this API is read-only (pgrecall api --read-only): memories cannot be written"
 
@@ -246,6 +251,34 @@ class MemoryOut(BaseModel):
 class SavedOut(MemoryOut):
     new: bool = Field(description="false: the same text was already remembered, and this is that memory")
     indexed: bool = Field(description="false: the note is written; the index follows once the database answers")
+
+
+class VersionOut(BaseModel):
+    n: int = Field(description="its number: what restore's version takes")
+    event: Literal["remember", "update", "forget", "restore", "edit"] = Field(
+        description="the change that made it; edit: a change made by hand"
+    )
+    time: str = Field(description="when it was written (ISO 8601, UTC)")
+    version: str = Field(description="the memory's version (as every read returns it) this version left")
+    title: str | None
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    updated: str
+    recorded: bool = Field(description="false: a hand edit seen, recorded at the memory's next change")
+
+
+class HistoryOut(BaseModel):
+    id: str
+    versions: list[VersionOut]
+
+
+class ImportOut(BaseModel):
+    added: list[str] = Field(description="the ids written")
+    unchanged: list[str] = Field(description="already there with the same text: nothing happened")
+    conflicts: list[str] = Field(description="ids that hold another text here: left alone")
+    forgotten: list[str] = Field(description="ids in the trash here: restore them first")
+    failed: list[dict[str, str]] = Field(description="lines that could not be imported: where, error")
 
 
 class MemoriesOut(BaseModel):
@@ -483,8 +516,57 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         response_model=SavedOut,
         summary="Bring a forgotten memory back from the trash, with its id, and index it again",
     )
-    def restore(memory_id: str) -> dict[str, Any]:
-        return writer().restore(memory_id).to_json()
+    def restore(
+        memory_id: str,
+        version: Annotated[
+            int | None, Query(description="bring back what this version of its history held, as a new version")
+        ] = None,
+    ) -> dict[str, Any]:
+        return writer().restore(memory_id, version=version).to_json()
+
+    @router.get(
+        "/memories/{memory_id}/history",
+        response_model=HistoryOut,
+        summary="Every version of a memory, oldest first: what it said before (restore ?version=N brings one back)",
+    )
+    def memory_history(memory_id: str) -> dict[str, Any]:
+        if memory_folder is not None:
+            versions = history(memory_folder, memory_id)
+        elif memories is not None:
+            versions = memories.get().history(memory_id)
+        else:
+            raise HTTPException(status_code=404, detail="this API serves no memories")
+        clean_id = contract.memory_id(memory_id)
+        return {"id": clean_id, "versions": [version.to_json(clean_id) for version in versions]}
+
+    @router.get(
+        "/memories/export",
+        summary="Every memory as JSON Lines (pgrecall memories export), oldest first",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {EXPORT_MEDIA_TYPE: {}}}},
+    )
+    def export_memories() -> PlainTextResponse:
+        if memory_folder is None:
+            raise HTTPException(status_code=404, detail="this API serves no memory folder")
+        lines = export_lines(memory_folder)
+        return PlainTextResponse("".join(f"{line}\n" for line in lines), media_type=EXPORT_MEDIA_TYPE)
+
+    @router.post(
+        "/memories/import",
+        response_model=ImportOut,
+        summary="Read memories back from an export (JSON Lines in the body), idempotently",
+    )
+    async def import_memories(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if len(body) > MAX_IMPORT_BYTES:
+            raise HTTPException(status_code=413, detail=f"an import is at most {MAX_IMPORT_BYTES} bytes")
+        try:
+            content = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HTTPException(status_code=400, detail="the body is not UTF-8") from None
+        target = writer()
+        summary = await run_in_threadpool(target.import_lines, content)
+        return summary.to_json()
 
     @router.get("/memories", response_model=MemoriesOut, summary="Memories, newest first")
     def list_memories(
@@ -530,7 +612,7 @@ def create_app(
     )
     add_error_handlers(app)
     # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
-    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token))
+    web.mount(app, searcher, token, read_only, memory_folder, status, web.allowed_hosts(listen_host, token), memories)
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)

@@ -39,6 +39,7 @@ from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
 from pgrecall.memory_client import MemoryWriter, NearDuplicate
+from pgrecall.memory_history import history
 from pgrecall.memory_notes import read_memories
 
 log = structlog.get_logger(__name__)
@@ -351,14 +352,33 @@ def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
 
 def add_restore_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
     @server.tool(annotations=WRITE)
-    def restore_memory(id: str) -> dict[str, Any]:
+    def restore_memory(id: str, version: int | None = None) -> dict[str, Any]:
         """Bring back a memory forgotten by mistake: it returns from the trash with its id, searchable
-        again. list_memories with forgotten=true lists what the trash holds.
+        again. list_memories with forgotten=true lists what the trash holds. With a version (from
+        memory_history), bring back what the memory said then, forgotten or not, as a new version.
 
         Args:
             id: the forgotten memory's id.
+            version: the number of one of its versions (memory_history lists them).
         """
-        return _call(lambda: memories.get().restore(id)).to_json()
+        return _call(lambda: memories.get().restore(id, version=version)).to_json()
+
+
+def add_memory_history(server: MCPServer, memories: Lazy[MemoryWriter], memory_folder: Path | None) -> None:
+    @server.tool(annotations=READ_ONLY)
+    def memory_history(id: str) -> dict[str, Any]:
+        """What a memory said before: every version, oldest first (remember, update, forget, restore,
+        edit: changed by hand). restore_memory with a version brings one back.
+
+        Args:
+            id: the memory's id (also a forgotten one).
+        """
+        if memory_folder is not None:
+            versions = _call(lambda: history(memory_folder, id))
+        else:
+            versions = _call(lambda: memories.get().history(id))
+        clean_id = id.strip().lower()
+        return {"id": clean_id, "versions": [version.to_json(clean_id) for version in versions]}
 
 
 def add_list_memories(server: MCPServer, memories: Lazy[MemoryWriter], memory_folder: Path | None) -> None:
@@ -406,6 +426,7 @@ def create_server(
         add_update_memory(server, memories)
         add_forget(server, memories)
         add_restore_memory(server, memories)
+        add_memory_history(server, memories, memory_folder)
         add_list_memories(server, memories, memory_folder)
     return server
 

@@ -33,33 +33,36 @@ class NoReaderLogin(Exception):
     """The search side cannot log in as the reader role; the message says why."""
 
 
-def search_login(settings: Settings, url: str) -> str:
+def search_login(settings: Settings, url: str, conn: psycopg.Connection | None = None) -> str:
     """The URL searches connect with: PGRECALL_SEARCH_DATABASE_URL as given, else the reader's login on `url`.
 
-    `url` is the migrating user's (the index's database). Falls back to `url`
+    `url` is the migrating user's (the index's database); `conn`, where given, an open
+    connection of it (read only) to ask on instead of a new one. Falls back to `url`
     itself, with a warning, where the reader cannot log in.
     """
     if settings.search_database_url:
         return settings.search_database_url
     try:
-        return reader_url(url)
+        return reader_url(url, conn)
     except NoReaderLogin as exc:
         log.warning("search_login_fallback", reason=str(exc), fallback="SET ROLE pgrecall_reader, read-only")
         return url
 
 
-def reader_url(url: str) -> str:
+def reader_url(url: str, conn: psycopg.Connection | None = None) -> str:
     """A URL that logs in to `url`'s database as pgrecall_reader with the stored login; NoReaderLogin where
-    there is none. Reads only."""
-    with database.connect(url, read_only=True) as conn:
-        if conn.info.user == READER:
-            return url
-        row = conn.execute(_Q["reader_can_log_in"]).fetchone()
-        if row is None:
-            raise NoReaderLogin(f"there is no role {READER} (the migrating user may not create roles)")
-        if not row[0]:
-            raise NoReaderLogin(f"{READER} may not log in (the migrating user may not change roles)")
-        stored = _stored_password(conn)
+    there is none. Reads only, on `conn` where given (a connection of `url`)."""
+    if conn is None:
+        with database.connect(url, read_only=True, vectors=False) as own:
+            return reader_url(url, own)
+    if conn.info.user == READER:
+        return url
+    row = conn.execute(_Q["reader_can_log_in"]).fetchone()
+    if row is None:
+        raise NoReaderLogin(f"there is no role {READER} (the migrating user may not create roles)")
+    if not row[0]:
+        raise NoReaderLogin(f"{READER} may not log in (the migrating user may not change roles)")
+    stored = _stored_password(conn)
     try:
         return reader_role.login(conninfo_to_dict(url), stored)  # a server that trusts the reader needs none
     except psycopg.OperationalError as exc:

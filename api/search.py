@@ -84,8 +84,19 @@ def _ranked(arm: str, scored: list[tuple[int, float]], weight: float) -> RankedL
 class Searcher:
     """A pool of read-only connections and the query embedder; safe to share between threads."""
 
-    def __init__(self, url: str, settings: Settings, embedder: Embedder | None = None, pool_size: int = 4):
+    def __init__(
+        self,
+        url: str,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        pool_size: int = 4,
+        exact_vectors: bool = False,
+    ):
+        """exact_vectors: the vector arm ranks every chunk of the space exactly instead of reading
+        the HNSW graph, whose build order (and so recall) may differ between two builds of the
+        same data; `pgrecall eval` searches so, for figures that repeat."""
         self.settings = settings
+        self.exact_vectors = exact_vectors
         self.pool = store.open_pool(url, max_size=pool_size)
         try:
             with self.pool.connection() as conn, conn.transaction():
@@ -182,7 +193,13 @@ class Searcher:
 
         lists: list[RankedList] = []
         with self.pool.connection() as conn, conn.transaction():
-            session = store.ReadSession(conn, request.filters, ef_search=max(self.settings.ef_search, limit))
+            session = store.ReadSession(
+                conn,
+                request.filters,
+                ef_search=max(self.settings.ef_search, limit),
+                vectors=vectors is not None,
+                exact_vectors=self.exact_vectors,
+            )
             space = None
             if vectors is not None:  # never compare vectors of two embedding spaces
                 space = session.query_space(self.embedder.space)
@@ -242,8 +259,9 @@ def search_url(settings: Settings) -> str:
     if settings.search_database_url:
         return settings.search_database_url
     url = database.database_url(settings)  # starts the embedded server if needed; never migrates
-    store.check_index(url)  # before the reader's login, which a migration sets up
-    return reader.search_login(settings, url)
+    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
+        store.wait_for_index(conn)  # before the reader's login, which a migration sets up
+        return reader.search_login(settings, url, conn)
 
 
 _default: Searcher | None = None

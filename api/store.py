@@ -58,6 +58,9 @@ def vector_arm_query(name: str, filtered: bool, space_id: int, dimensions: int) 
     )
 
 
+QUERY_SPACES = _RAW["query_spaces"].replace("{embedding_spaces}", _RAW["embedding_spaces"])
+
+
 # The arms' hits are named tuples rather than dataclasses: fusion, the evaluation and
 # the benchmarks take them as (chunk id, score) pairs.
 class VectorHit(NamedTuple):
@@ -68,10 +71,18 @@ class VectorHit(NamedTuple):
 
 
 class SpaceIndex(NamedTuple):
-    """An embedding space the index holds, as the vector arm addresses it (query embedding_space)."""
+    """An embedding space the index holds, as the vector arm addresses it (from query query_spaces)."""
 
     id: int
     dimensions: int
+
+
+class IndexedSpace(NamedTuple):
+    """An embedding space of the indexed vectors, with its id and width where recorded (query query_spaces)."""
+
+    space: str | None
+    id: int | None
+    dimensions: int | None
 
 
 class KeywordHit(NamedTuple):
@@ -172,25 +183,31 @@ MIGRATION_WAIT_S = 60.0
 
 
 def check_index(url: str, wait_s: float = INDEX_WAIT_S) -> None:
-    """require_index on a connection of its own, read-only (the index's database, before the reader
-    logs in). A migration under way is waited for; an index still missing after `wait_s` is IndexNotSetUp."""
+    """wait_for_index on a connection of its own, read-only (the index's database, before the reader
+    logs in)."""
+    with database.connect(url, read_only=True, autocommit=True, vectors=False) as conn:
+        wait_for_index(conn, wait_s)
+
+
+def wait_for_index(conn: psycopg.Connection, wait_s: float = INDEX_WAIT_S) -> None:
+    """require_index on `conn` (autocommit). A migration under way is waited for; an index still missing
+    after `wait_s` is IndexNotSetUp."""
     from pgrecall.locks import MIGRATION_LOCK_KEY as MIGRATION_LOCK  # the migrator's own lock
 
     deadline = time.monotonic() + wait_s
-    with database.connect(url, read_only=True, autocommit=True) as conn:
-        conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
-        while True:
-            try:
-                conn.execute(_RAW["wait_for_migration"], {"key": MIGRATION_LOCK})
-            except psycopg.errors.LockNotAvailable:
-                raise IndexNotSetUp(f"the index is still being set up after {MIGRATION_WAIT_S:.0f} s") from None
-            try:
-                require_index(conn)
-                return
-            except IndexNotSetUp:
-                if time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.25)
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(MIGRATION_WAIT_S * 1000)}ms",))
+    while True:
+        try:
+            conn.execute(_RAW["wait_for_migration"], {"key": MIGRATION_LOCK})
+        except psycopg.errors.LockNotAvailable:
+            raise IndexNotSetUp(f"the index is still being set up after {MIGRATION_WAIT_S:.0f} s") from None
+        try:
+            require_index(conn)
+            return
+        except IndexNotSetUp:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(0.25)
 
 
 def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
@@ -212,38 +229,54 @@ def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
 
 
 class ReadSession:
-    """Queries of one search, in one read-only transaction."""
+    """Queries of one search, in one read-only transaction.
 
-    def __init__(self, conn: psycopg.Connection, filters: dict[str, Any] | None, ef_search: int):
+    vectors=False: a session without a vector arm (keyword mode) skips the HNSW settings, a
+    round trip; its vector_arm refuses. exact_vectors=True: every vector arm is computed exactly,
+    without the approximate index (evaluations: figures that do not depend on the graph's build).
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        filters: dict[str, Any] | None,
+        ef_search: int,
+        *,
+        vectors: bool = True,
+        exact_vectors: bool = False,
+    ):
         self.conn = conn
         self.filtered = bool(filters)
         self.params = _filter_values(filters)
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        self.vectors = vectors
+        self.exact_vectors = exact_vectors
+        if vectors and not exact_vectors:
+            conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search)})
 
     def embedding_spaces(self) -> list[str | None]:
         """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
         with self.conn.cursor(row_factory=scalar_row) as cursor:
             return cursor.execute(_RAW["embedding_spaces"]).fetchall()
 
-    def space_index(self, space: str) -> SpaceIndex | None:
-        """The id and width of `space`; None when the index never held it."""
-        with self.conn.cursor(row_factory=class_row(SpaceIndex)) as cursor:
-            return cursor.execute(_RAW["embedding_space"], {"space": space}).fetchone()
-
     def query_space(self, space: str) -> SpaceIndex | None:
         """The space a query embedded in `space` is compared with; None when the index holds no
         vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces)."""
-        name = spaces.vector_arm_space(self.embedding_spaces(), space)
-        return self.space_index(name) if name is not None else None
+        with self.conn.cursor(row_factory=class_row(IndexedSpace)) as cursor:
+            indexed = cursor.execute(QUERY_SPACES).fetchall()
+        name = spaces.vector_arm_space([row.space for row in indexed], space)
+        found = next((row for row in indexed if row.space == name and row.id is not None), None)
+        return SpaceIndex(found.id, found.dimensions) if found is not None else None
 
     def vector_arm(
         self, embedding: np.ndarray, limit: int, exact: bool = False, *, space: SpaceIndex | None
     ) -> list[VectorHit]:
         """The nearest chunks of `space`, nearest first, through its own HNSW index (or exactly);
         none when `space` is None (the index holds no vectors)."""
+        if not self.vectors:
+            raise RuntimeError("a session opened with vectors=False has no vector arm")
         if space is None:
             return []
+        exact = exact or self.exact_vectors
         if len(embedding) != space.dimensions:
             raise ValueError(f"a query vector of {len(embedding)} dimensions for a space of {space.dimensions}")
         query = vector_arm_query(

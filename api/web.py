@@ -4,8 +4,8 @@ Pages are rendered on the server from Jinja2 templates (api/templates, autoescap
 without JavaScript: `/?q=...` is a search anyone can bookmark. htmx (vendored in api/static,
 version and checksum in api/static/VENDORED.md; no CDN) adds search-as-you-type and the status
 page's refresh. Every read goes through the same Searcher and contract as the JSON API; nothing
-here writes a row or a file. Memories are listed and shown, not edited: their write semantics
-are changing (versions, undoable forget), and the forms wait for them.
+here writes a row or a file. The memories' pages and forms are pgrecall.api.web_memories: they
+write through the memory client the JSON API is handed.
 
 Safety (mount() installs it):
 - Host allow-list: without a token only loopback names (and the address listened on) are served,
@@ -24,7 +24,6 @@ import datetime
 import hashlib
 import hmac
 import re
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pgrecall import contract, kinds
 from pgrecall.api.search import Searcher
+from pgrecall.api.startup import Lazy
 from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
-from pgrecall.memory_notes import read_memories
+from pgrecall.memory_client import MemoryWriter
 
 HERE = Path(__file__).parent
 COOKIE = "pgrecall_token"
@@ -188,10 +188,14 @@ def mount(
     memory_folder: Path | None = None,
     status: Callable[[], dict[str, Any]] | None = None,
     hosts: frozenset[str] | None = frozenset(LOOPBACK_NAMES),
+    memories: Lazy[MemoryWriter] | None = None,
 ) -> None:
     """The pages, their static files and the cross-site write guard, on `app`. `status`: what
     `pgrecall status` reports (built by the caller with a read-only connection); without it the
-    status page shows the search side's /health. `hosts`: the Host allow-list (None: any)."""
+    status page shows the search side's /health. `hosts`: the Host allow-list (None: any).
+    `memories`: the memory client the memory forms write through (none: no forms)."""
+    from pgrecall.api import web_memories  # it builds on this module's page helpers
+
     app.add_middleware(CrossSiteWriteGuard)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -199,10 +203,10 @@ def mount(
         return RedirectResponse("/login?" + urlencode({"next": request.url.path}), status_code=303)
 
     app.add_exception_handler(NeedsLogin, on_needs_login)
-    app.include_router(
-        router(searcher, token, read_only, memory_folder, status),
-        dependencies=[Depends(_host_guard(hosts)), Depends(_login_guard(token))],
-    )
+    guards = [Depends(_host_guard(hosts)), Depends(_login_guard(token))]
+    app.include_router(router(searcher, token, read_only, memory_folder, status), dependencies=guards)
+    common = {"read_only": read_only, "with_memories": memory_folder is not None}
+    app.include_router(web_memories.router(memories, read_only, memory_folder, common), dependencies=guards)
     app.include_router(login_router(token), dependencies=[Depends(_host_guard(hosts))])
 
 
@@ -267,7 +271,7 @@ def router(
     memory_folder: Path | None,
     status: Callable[[], dict[str, Any]] | None,
 ) -> APIRouter:
-    """GET /, /documents/{id} (HTML), /status, /memories (HTML), /memories/{id}."""
+    """GET /, /documents/{id} (HTML), /status."""
     router = APIRouter(include_in_schema=False)
     common = {"read_only": read_only, "with_memories": memory_folder is not None}
 
@@ -359,44 +363,6 @@ def router(
         partial = request.headers.get("hx-request") == "true"
         context = {**common, "report": report, "health": health}
         return page(request, "status_body.html" if partial else "status.html", context)
-
-    def all_memories() -> list[dict[str, Any]]:
-        if memory_folder is None:
-            return []
-        return [memory.to_json() for memory in read_memories(memory_folder, limit=contract.MAX_LIST)]
-
-    def memories_page(request: Request, tag: str = "", project: str = "") -> HTMLResponse:
-        every = all_memories()
-        tags = Counter(t for memory in every for t in memory["tags"])
-        projects = Counter(
-            str(memory["metadata"].get("project")) for memory in every if memory["metadata"].get("project")
-        )
-        chosen = [
-            memory
-            for memory in every
-            if (not tag or tag in memory["tags"]) and (not project or str(memory["metadata"].get("project")) == project)
-        ]
-        context = {
-            **common,
-            "memories": chosen,
-            "total": len(every),
-            "tags": tags.most_common(),
-            "projects": projects.most_common(),
-            "tag": tag,
-            "project": project,
-        }
-        return page(request, "memories.html", context)
-
-    router.add_api_route("/memories", memories_page, methods=["GET"], route_class_override=PageRoute)
-
-    def memory_page(request: Request, memory_id: str) -> HTMLResponse:
-        found = next((memory for memory in all_memories() if memory["id"] == memory_id), None)
-        if found is None:
-            return page(request, "missing.html", {**common, "what": f"no memory {memory_id}"}, 404)
-        return page(request, "memory.html", {**common, "memory": found, "html": render_markdown(found["text"])})
-
-    # A page route as well: a JSON GET /memories/{id} of the API, should it come, is not shadowed.
-    router.add_api_route("/memories/{memory_id}", memory_page, methods=["GET"], route_class_override=PageRoute)
 
     return router
 

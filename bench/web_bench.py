@@ -4,7 +4,7 @@
 
 Builds a home of its own (--home, default /tmp/pgrecall-web-bench): examples/notes, the first
 --scifact SciFact documents as notes, one file that cannot be indexed (for the status page) and
-two memories; indexes it with `pgrecall index`, serves it with `pgrecall api` on 127.0.0.1, and
+three memories; indexes it with `pgrecall index`, serves it with `pgrecall api` on 127.0.0.1, and
 drives Debian's chromium with Playwright (never a downloaded browser).
 
 - first load: the bytes of every response of GET / (HTML, JS, CSS), uncompressed;
@@ -91,6 +91,19 @@ def build_home(home: Path, dataset: Path, count: int, env: dict[str, str]) -> Pa
         ],
         env,
     )
+    run(
+        [
+            "remember",
+            "Release notes are written in the pull request, not after the release: the changelog is built from them.",
+            "--title",
+            "Release notes",
+            "--tag",
+            "process",
+            "--project",
+            "apollo",
+        ],
+        env,
+    )
     return notes
 
 
@@ -159,6 +172,8 @@ def screenshots(browser, base: str, folder: Path) -> list[str]:
     page.wait_for_url("**/documents/**")
     page.screenshot(path=str(folder / "web-document.png"))
     page.goto(base + "/memories")
+    page.locator("details.remember summary").click()  # the remember form, open
+    page.locator("#remember textarea").fill("Staging runs 4 replicas since the load test of March.")
     page.screenshot(path=str(folder / "web-memories.png"))
     page.goto(base + "/status")
     page.screenshot(path=str(folder / "web-status.png"), full_page=True)

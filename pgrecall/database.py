@@ -15,9 +15,15 @@ from pathlib import Path
 
 import psycopg
 import structlog
-from pgvector.psycopg import register_vector, register_vector_async
+from pgvector.psycopg.bit import register_bit_info
+from pgvector.psycopg.halfvec import register_halfvec_info
+from pgvector.psycopg.sparsevec import register_sparsevec_info
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.rows import dict_row
+from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from pgrecall import queries
 from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.settings import Settings
 
@@ -148,12 +154,37 @@ def database_url(settings: Settings) -> str:
     return start_embedded(settings)
 
 
+# What pgvector.psycopg.register_vector registers, by type name.
+_VECTOR_ADAPTERS = {
+    "vector": register_vector_info,
+    "bit": register_bit_info,
+    "halfvec": register_halfvec_info,
+    "sparsevec": register_sparsevec_info,
+}
+
+
+def _register_vector_types(conn: psycopg.Connection | psycopg.AsyncConnection, rows: list[dict]) -> None:
+    found = {row["name"]: TypeInfo(**row) for row in rows}
+    if "vector" not in found:
+        raise psycopg.ProgrammingError("vector type not found in the database")
+    for name, register in _VECTOR_ADAPTERS.items():
+        if name in found:
+            register(conn, found[name])
+
+
 def configure_connection(conn: psycopg.Connection) -> None:
-    register_vector(conn)
+    """pgvector's adapters on `conn`, as register_vector does, in one statement; the connection is
+    left as found (idle, or in its transaction). ProgrammingError where the extension is missing."""
+    with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(queries.load("connection.sql")["vector_types"], {"names": list(_VECTOR_ADAPTERS)}).fetchall()
+    _register_vector_types(conn, rows)
 
 
 async def configure_connection_async(conn: psycopg.AsyncConnection) -> None:
-    await register_vector_async(conn)
+    async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(queries.load("connection.sql")["vector_types"], {"names": list(_VECTOR_ADAPTERS)})
+        rows = await cur.fetchall()
+    _register_vector_types(conn, rows)
 
 
 async def open_async_pool(url: str, max_size: int = 4, timeout: float = 30.0) -> AsyncConnectionPool:
@@ -168,7 +199,11 @@ async def open_async_pool(url: str, max_size: int = 4, timeout: float = 30.0) ->
 
 
 @contextlib.contextmanager
-def connect(url: str, *, read_only: bool = False, autocommit: bool = False) -> Iterator[psycopg.Connection]:
+def connect(
+    url: str, *, read_only: bool = False, autocommit: bool = False, vectors: bool = True
+) -> Iterator[psycopg.Connection]:
+    """A connection, closed at the end of the block; `vectors=False` for one that reads and writes
+    no vector, which then skips registering pgvector's types."""
     try:
         conn = psycopg.connect(url, autocommit=autocommit)
     except psycopg.OperationalError as exc:
@@ -176,7 +211,8 @@ def connect(url: str, *, read_only: bool = False, autocommit: bool = False) -> I
     with conn:
         if read_only:
             conn.read_only = True
-        # Before the first migration the vector extension is not there yet.
-        with contextlib.suppress(psycopg.ProgrammingError):
-            configure_connection(conn)
+        if vectors:
+            # Before the first migration the vector extension is not there yet.
+            with contextlib.suppress(psycopg.ProgrammingError):
+                configure_connection(conn)
         yield conn

@@ -9,7 +9,24 @@ from __future__ import annotations
 import logging
 import sys
 
-import structlog
+
+def _import_structlog_without_rich():
+    """structlog imports rich, when it is installed (ours is, for the progress bar), to render
+    tracebacks; our renderers never ask it to, and the import is about a tenth of a second of
+    every command's start, a cold search's among them. A None entry in sys.modules makes
+    `import rich` fail inside structlog's import only: rich imports normally afterwards."""
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        import structlog
+    else:
+        sys.modules["rich"] = None  # type: ignore[assignment]
+        try:
+            import structlog
+        finally:
+            del sys.modules["rich"]
+    return structlog
+
+
+structlog = _import_structlog_without_rich()
 
 
 def configure_logging(level: int = logging.WARNING, log_format: str | None = None) -> None:
@@ -20,7 +37,13 @@ def configure_logging(level: int = logging.WARNING, log_format: str | None = Non
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer = structlog.dev.ConsoleRenderer() if fmt == "console" else structlog.processors.JSONRenderer()
+    # The console renderer prints an exception itself; JSON needs it formatted into a field
+    # ("exception"), or a logged traceback is only "exc_info": true in the journal.
+    rendering = (
+        [structlog.dev.ConsoleRenderer()]
+        if fmt == "console"
+        else [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    )
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
@@ -31,7 +54,7 @@ def configure_logging(level: int = logging.WARNING, log_format: str | None = Non
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *rendering],
         )
     )
     root = logging.getLogger()

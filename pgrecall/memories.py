@@ -1,4 +1,5 @@
-"""remember, update_memory, forget, list_memories: the memory write path for Python callers.
+"""remember, update_memory, forget, restore, list_memories, memory_history, export/import_memories:
+the memory write path for Python callers.
 
     from pgrecall.memories import remember
     from pgrecall.api import search
@@ -18,16 +19,20 @@ read-only pgrecall.api: importing it loads neither the worker nor the queue
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrecall.memory_client import NearDuplicate, SecretInMemory, StaleVersion
+from pgrecall.memory_history import Version, history
 from pgrecall.memory_notes import Memory, folder_of, list_memories
 from pgrecall.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pgrecall.memory_client import Saved
+    from pgrecall.worker.memory_import import Summary
     from pgrecall.worker.memory_service import MemoryClient
 
 __all__ = [
@@ -35,8 +40,11 @@ __all__ = [
     "SecretInMemory",
     "StaleVersion",
     "close_default_client",
+    "export_memories",
     "forget",
+    "import_memories",
     "list_memories",
+    "memory_history",
     "remember",
     "restore",
     "update_memory",
@@ -146,6 +154,28 @@ def forget(memory_id: str, expect: str | None = None, purge: bool = False) -> Me
     return default_client().forget(memory_id, expect=expect, purge=purge)
 
 
-def restore(memory_id: str) -> Saved:
-    """Bring a forgotten memory back from the trash (list_memories(forgotten=True)), with its id, indexed."""
-    return default_client().restore(memory_id)
+def restore(memory_id: str, version: int | None = None) -> Saved:
+    """Bring a forgotten memory back from the trash (list_memories(forgotten=True)), with its id, indexed;
+    `version` (a Version's n, from memory_history): bring back what it held then, as a new version."""
+    return default_client().restore(memory_id, version=version)
+
+
+def memory_history(memory_id: str) -> list[Version]:
+    """Every version of the memory, oldest first (.n, .event, .time, .hash, .memory(id)); reads the
+    folder only. MemoryNotFound when it has none."""
+    return history(folder_of(load_settings()), memory_id)
+
+
+def export_memories() -> list[dict]:
+    """Every memory (not the forgotten), oldest first, as `pgrecall memories export` writes them."""
+    import json
+
+    from pgrecall.memory_export import export_lines
+
+    return [json.loads(line) for line in export_lines(folder_of(load_settings()))]
+
+
+def import_memories(path: str | os.PathLike) -> Summary:
+    """Read memories back (`pgrecall memories import`): an export's JSON Lines file, a basic-memory
+    folder, a Markdown file or folder. Idempotent; the Summary says what was added, what was there."""
+    return default_client().import_path(Path(path))

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from pgrecall import contract
 from pgrecall.errors import InvalidInput, PgRecallError
+from pgrecall.memory_history import Version
 from pgrecall.memory_notes import Memory
 
 
@@ -92,7 +93,8 @@ class MemoryWriter(Protocol):
     nothing changes. Without it the call applies to whatever the memory holds (as before versions).
     forget moves the note into the trash (restore brings it back); `purge` deletes it for good.
     remember refuses, and saves nothing: a text nearly the same as a memory's (NearDuplicate, naming
-    them; `force` saves it anyway) and, as update does, one holding a secret (SecretInMemory; `allow_secret`)."""
+    them; `force` saves it anyway) and, as update does, one holding a secret (SecretInMemory; `allow_secret`).
+    history: every version of a memory, oldest first; restore with `version` brings one back."""
 
     def remember(
         self,
@@ -117,7 +119,11 @@ class MemoryWriter(Protocol):
 
     def forget(self, memory_id: str, expect: str | None = None, purge: bool = False) -> Memory: ...
 
-    def restore(self, memory_id: str) -> Saved: ...
+    def restore(self, memory_id: str, version: int | None = None) -> Saved: ...
+
+    def history(self, memory_id: str) -> list[Version]: ...
+
+    def import_lines(self, content: str) -> Any: ...  # a pgrecall.worker.memory_import.Summary
 
     def list(
         self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False

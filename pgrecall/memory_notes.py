@@ -29,7 +29,7 @@ from pgrecall.front_matter import split_front_matter
 from pgrecall.settings import Settings, load_settings
 
 TRASH = ".trash"  # forgotten notes: hidden, so never scanned nor indexed; same YYYY/MM/ layout inside
-_NOTE_NAME = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]*?-?([0-9a-f]{12})\.md")
+NOTE_NAME = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]*?-?([0-9a-f]{12})\.md")
 _SLUG_WORDS = 8
 _SLUG_CHARS = 48
 
@@ -251,7 +251,7 @@ def is_inside(root: Path, path: Path) -> bool:
 
 def _is_ours(root: Path, path: Path) -> bool:
     return (
-        _NOTE_NAME.fullmatch(path.name) is not None
+        NOTE_NAME.fullmatch(path.name) is not None
         and not path.is_symlink()
         and not path.parent.is_symlink()
         and not path.parent.parent.is_symlink()

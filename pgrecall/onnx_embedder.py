@@ -6,14 +6,19 @@ after that, embedding never imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
+import structlog
 
 from pgrecall.embedder_base import LocalEmbedder
 from pgrecall.errors import ModelUnavailable
 from pgrecall.model_layout import pool
+
+log = structlog.get_logger(__name__)
 
 
 class OnnxEmbedder(LocalEmbedder):
@@ -42,14 +47,19 @@ class OnnxEmbedder(LocalEmbedder):
         # that the worker's parsing, chunking and PostgreSQL need while the model runs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = cache.ensure(self.backend)
-        try:
-            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for a damaged file
-            path = cache.ensure(self.backend, rebuild=path.stat())
+        optimized = cache.optimized_path(self.backend, onnxruntime.__version__)
+        session = _open_optimized(onnxruntime, optimized, options)
+        if session is None:
             try:
                 session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            except Exception as error:  # noqa: BLE001
-                raise ModelUnavailable(f"cannot load {path}: {error}") from None
+            except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for a damaged file
+                path = cache.ensure(self.backend, rebuild=path.stat())
+                optimized = cache.optimized_path(self.backend, onnxruntime.__version__)
+                try:
+                    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                except Exception as error:  # noqa: BLE001
+                    raise ModelUnavailable(f"cannot load {path}: {error}") from None
+            _save_optimized(onnxruntime, path, optimized)
         self._check_dimensions(session.get_outputs()[0].shape[-1])
         return session
 
@@ -119,6 +129,45 @@ def _forward(session, encodings: list, inputs: set[str]) -> tuple[np.ndarray, np
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
     (hidden,) = session.run(["last_hidden_state"], {name: feeds[name] for name in inputs})
     return hidden, mask
+
+
+def _open_optimized(onnxruntime, path: Path, options):
+    """A session on the cached optimized graph, or None where there is none or it does not load
+    (then it is removed, to be written again)."""
+    if not path.exists():
+        return None
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001 - onnxruntime's own untyped errors: a damaged copy
+        log.warning("optimized_model_unusable", path=str(path), error=str(error).splitlines()[0][:200])
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _save_optimized(onnxruntime, source: Path, target: Path) -> None:
+    """Keep the graph onnxruntime optimizes at every session start (fusing attention, layer norms and
+    the int8 matrix products: two thirds of a session's start) so later processes load it done.
+    Saved at the extended level, which holds no layout of this CPU's own; sessions still run at
+    ORT_ENABLE_ALL, and their vectors are equal to the bit (tests). Best effort: a cache that cannot
+    be written costs only the time it would have saved."""
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.log_severity_level = 3
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        options.optimized_model_filepath = str(temporary)
+        onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        temporary.chmod(0o644)  # readable by a service of another user sharing the cache, as the model is
+        os.replace(temporary, target)
+        for stale in target.parent.glob(f"{source.stem}.*.onnx"):
+            if stale != target:  # of an earlier build of the file or another onnxruntime
+                stale.unlink(missing_ok=True)
+    except Exception as error:  # noqa: BLE001 - OSError, or onnxruntime's own errors
+        log.info("optimized_model_not_saved", path=str(target), error=str(error).splitlines()[0][:200])
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
 
 
 def _cpu_count() -> int:

@@ -20,7 +20,6 @@ import warnings
 from pathlib import Path
 
 import structlog
-from filelock import FileLock
 
 from pgrecall.errors import ModelUnavailable
 
@@ -37,6 +36,7 @@ FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 # The fp32 file is exported from the model folder; the int8 one is quantized from the fp32 one.
 QUANTIZED_FROM = {"onnx-int8": "onnx"}
 MANIFEST = "manifest.json"
+OPTIMIZED = "optimized"
 _CHECKSUMS = "checksums.json"
 
 
@@ -86,6 +86,8 @@ def weights_sha256(model_dir: Path, cache_root: Path | None) -> str:
         else:
             sums[path] = _sha256(Path(path))
     if cache_root and any(known.get(path, {}).get("sha256") != sums[path] for path in sums):
+        from filelock import FileLock  # only where the cache is written
+
         with contextlib.suppress(OSError):  # a read-only home still works, it just hashes each time
             cache_root.mkdir(parents=True, exist_ok=True)
             with FileLock(cache_root / f"{_CHECKSUMS}.lock"):
@@ -108,6 +110,13 @@ class OnnxCache:
     def path(self, backend: str) -> Path:
         return self.folder / FILES[backend]
 
+    def optimized_path(self, backend: str, runtime_version: str) -> Path:
+        """Where onnxruntime's optimized graph of the backend's file is kept: named by that file's size
+        and modification time (a rebuilt file gets a new one) and by the onnxruntime that made it."""
+        source = self.path(backend)
+        stat = source.stat()
+        return self.folder / OPTIMIZED / f"{source.stem}.{stat.st_size}-{stat.st_mtime_ns}.ort{runtime_version}.onnx"
+
     def _valid(self, backend: str) -> bool:
         """The file is there, complete (its size as the manifest recorded) and of these weights."""
         manifest = _read_json(self.folder / MANIFEST)
@@ -128,6 +137,8 @@ class OnnxCache:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise ModelUnavailable(f"cannot create the model cache {self.folder}: {error.strerror}") from None
+        from filelock import FileLock  # only where a file is built: the import is 30 ms of a start
+
         with FileLock(self.folder / ".lock"):
             if rebuild is not None:
                 with contextlib.suppress(OSError):

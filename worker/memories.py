@@ -15,17 +15,25 @@ A note is written atomically (a private temporary file, fsync, rename, fsync
 of the folder), readable by its owner only, in folders only its owner may
 enter. Only notes found by their id inside the memory folder can be changed
 or removed (pgrecall.memory_notes.MemoryNotes.locate).
+
+Each change first writes the memory's next version into its history (`.history/<id>/`,
+pgrecall.worker.memory_history), then takes effect; deleting for good (`purge`, the trash's
+purge) deletes the history too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import secrets
 import time
 from pathlib import Path
 
-from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, relative_path, render
+from pgrecall.errors import InvalidInput
+from pgrecall.memory_history import version_files
+from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, parse, relative_path, render
+from pgrecall.worker import memory_history
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "Memory", "MemoryFolder", "new_id", "now_utc", "relative_path"]
@@ -49,8 +57,8 @@ class MemoryFolder(MemoryNotes):
             private_folder(self.folder)
         return self.root()
 
-    def write(self, memory: Memory) -> Path:
-        """Write the note atomically and privately; returns its path."""
+    def write(self, memory: Memory, event: str = "update") -> Path:
+        """Record the version `event` makes, then write the note atomically and privately; returns its path."""
         root = self.ensure()
         target = root / memory.path
         parent = target.parent
@@ -58,7 +66,9 @@ class MemoryFolder(MemoryNotes):
         private_folder(parent)
         if not is_inside(root, parent) or parent.is_symlink():
             raise OSError(f"refusing to write outside the memory folder: {memory.path}")
-        write_atomically(target, render(memory).encode("utf-8"))
+        content = render(memory).encode("utf-8")
+        memory_history.record(root, memory.id, event, content)
+        write_atomically(target, content)
         return target
 
     def delete(self, memory_id: str, purge: bool = False) -> Memory | None:
@@ -70,16 +80,18 @@ class MemoryFolder(MemoryNotes):
         memory = self.load(path)
         if memory is None:
             return None
+        root = self.root()
         if purge:
             path.unlink()
             fsync_folder(path.parent)
+            memory_history.remove(root, memory_id)
             return memory
-        root = self.root()
         target = root / TRASH / memory.path
         for folder in (root / TRASH, target.parent.parent, target.parent):
             private_folder(folder)
         if not is_inside(root / TRASH, target.parent) or target.parent.is_symlink():
             raise OSError(f"refusing to move outside the memory folder's trash: {memory.path}")
+        memory_history.record(root, memory_id, "forget", path.read_bytes())
         os.replace(path, target)
         now = time.time()
         os.utime(target, (now, now))  # the trash's clock: when it was forgotten
@@ -95,6 +107,7 @@ class MemoryFolder(MemoryNotes):
         memory = self.load(path, self.root() / TRASH)
         path.unlink()
         fsync_folder(path.parent)
+        memory_history.remove(self.root(), memory_id)
         return memory
 
     def restore(self, memory_id: str) -> Memory | None:
@@ -111,9 +124,36 @@ class MemoryFolder(MemoryNotes):
         private_folder(target.parent)
         if not is_inside(root, target.parent) or target.parent.is_symlink():
             raise OSError(f"refusing to restore outside the memory folder: {memory.path}")
+        memory_history.record(root, memory_id, "restore", path.read_bytes())
         os.replace(path, target)
         fsync_folder(target.parent)
         fsync_folder(path.parent)
+        return memory
+
+    def settle(self, memory_id: str) -> str:
+        """The history made to match the note (a hand edit recorded, a change that never happened dropped)."""
+        return memory_history.settle(self, memory_id)
+
+    def restore_version(self, memory_id: str, n: int, now: str) -> Memory | None:
+        """Write back what version `n` held (from the trash too) as a new version; None when there is
+        no version n. The note keeps its path; its `updated` is `now`."""
+        root = self.ensure()
+        chosen = next((path for number, _, path in version_files(root, memory_id) if number == n), None)
+        if chosen is None:
+            return None
+        held = parse("", chosen.read_bytes().decode("utf-8", errors="replace"))
+        if held is None:
+            raise InvalidInput(
+                f"version {n} of memory {memory_id} is not a memory note (edited by hand?): pick another"
+            )
+        live, forgotten = self.locate(memory_id), self.locate(memory_id, trash=True)
+        current = self.load(live) if live else self.load(forgotten, root / TRASH) if forgotten else None
+        path = current.path if current else relative_path(memory_id, held.created, held.title, held.text)
+        memory = dataclasses.replace(held, id=memory_id, path=path, updated=now, forgotten=None)
+        self.write(memory, "restore")
+        if live is None and forgotten is not None:
+            forgotten.unlink()  # back from the trash: the note just written replaces it
+            fsync_folder(forgotten.parent)
         return memory
 
     def purge_trash(self, days: float, now: float | None = None) -> list[str]:
@@ -127,6 +167,7 @@ class MemoryFolder(MemoryNotes):
             try:
                 if path.stat().st_mtime < cutoff:
                     path.unlink()
+                    memory_history.remove(self.root(), path.name[-15:-3])
                     purged.append(path.relative_to(base).as_posix())
             except OSError:
                 continue  # gone meanwhile, or not ours to delete: the next round tries again

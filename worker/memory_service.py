@@ -32,13 +32,14 @@ from typing import Any
 import psycopg
 import structlog
 
-from pgrecall import contract, database, memory_notes, queries
+from pgrecall import contract, database, memory_history, memory_notes, queries
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.memory_client import MemoryNotFound, Saved, StaleVersion
 from pgrecall.memory_notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import memories, memory_door, store
+from pgrecall.worker import memory_history as memory_history_writer
 from pgrecall.worker.adapters.markdown import heading_path
 from pgrecall.worker.document import embedding_text
 from pgrecall.worker.memories import MemoryFolder
@@ -105,6 +106,13 @@ class MemoryService:
             finally:
                 await self._lock_connection.execute(Q["unlock"], {"key": key})
 
+    def locked_memory(self, memory_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The lock of one memory's changes (and of its history), across processes."""
+        return self._locked(memory_history_writer.lock_key(self.root, memory_id))
+
+    async def index_memory(self, memory: Memory) -> bool:
+        return await self._index(memory)
+
     async def _index(self, memory: Memory, vectors: dict[str, Any] | None = None) -> bool:
         assert self._indexer is not None
         try:
@@ -156,7 +164,7 @@ class MemoryService:
                 created=now,
                 updated=now,
             )
-            await asyncio.to_thread(self.files.write, memory)
+            await asyncio.to_thread(self.files.write, memory, "remember")
             indexed = await self._index(memory, vectors)
         log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=True, indexed=indexed)
@@ -245,13 +253,14 @@ class MemoryService:
         if not changes:
             raise InvalidInput("nothing to update: give text, title or tags")
         _refuse_secrets(changes.get("text"), changes.get("title"), allow_secret)
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+        async with self.locked_memory(clean_id):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
                 raise MemoryNotFound(f"no memory {clean_id}")
             _check_version(current, clean_expect)
+            await asyncio.to_thread(self.files.settle, clean_id)
             memory = dataclasses.replace(current, **changes, updated=memories.now_utc())
-            await asyncio.to_thread(self.files.write, memory)
+            await asyncio.to_thread(self.files.write, memory, "update")
             indexed = await self._index(memory)
         log.info("memory_updated", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=False, indexed=indexed)
@@ -262,7 +271,7 @@ class MemoryService:
         clean_expect = contract.memory_version(expect)
         if not isinstance(purge, bool):
             raise InvalidInput("purge must be true or false")
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
+        async with self.locked_memory(clean_id):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
                 if purge:
@@ -272,6 +281,8 @@ class MemoryService:
                         return forgotten
                 raise MemoryNotFound(f"no memory {clean_id}")
             _check_version(current, clean_expect)
+            if not purge:
+                await asyncio.to_thread(self.files.settle, clean_id)
             memory = await asyncio.to_thread(self.files.delete, clean_id, purge)
             if memory is None:
                 raise MemoryNotFound(f"no memory {clean_id}")
@@ -280,21 +291,34 @@ class MemoryService:
         log.info("memory_purged" if purge else "memory_forgotten", id=memory.id, path=memory.path)
         return memory
 
-    async def restore(self, memory_id: Any) -> Saved:
-        """Bring a forgotten memory back from the trash, with its id and path, and index it again."""
+    async def restore(self, memory_id: Any, version: Any = None) -> Saved:
+        """Bring a forgotten memory back from the trash, with its id and path, and index it again;
+        `version` (n of its history): bring back what that version held, as a new version."""
         clean_id = contract.memory_id(memory_id)
-        async with self._locked(f"pgrecall.memory.id:{self.root}:{clean_id}"):
-            if await asyncio.to_thread(self.files.locate, clean_id) is not None:
+        number = memory_history.version_number(version)
+        async with self.locked_memory(clean_id):
+            await asyncio.to_thread(self.files.settle, clean_id)
+            if number is not None:
+                memory = await asyncio.to_thread(self.files.restore_version, clean_id, number, memories.now_utc())
+                if memory is None:
+                    raise MemoryNotFound(
+                        f"memory {clean_id} has no version {number} (pgrecall memories history lists them)"
+                    )
+            elif await asyncio.to_thread(self.files.locate, clean_id) is not None:
                 raise InvalidInput(f"memory {clean_id} is not forgotten: it is in the memory folder")
-            memory = await asyncio.to_thread(self.files.restore, clean_id)
-            if memory is None:
-                raise MemoryNotFound(f"no forgotten memory {clean_id} (pgrecall memories --forgotten lists them)")
+            else:
+                memory = await asyncio.to_thread(self.files.restore, clean_id)
+                if memory is None:
+                    raise MemoryNotFound(f"no forgotten memory {clean_id} (pgrecall memories --forgotten lists them)")
             indexed = await self._index(memory)
-        log.info("memory_restored", id=memory.id, path=memory.path, indexed=indexed)
+        log.info("memory_restored", id=memory.id, path=memory.path, version=number, indexed=indexed)
         return Saved(memory, created=False, indexed=indexed)
 
     def list(self, since: Any = None, tags: Any = None, limit: int = 50, forgotten: Any = False) -> list[Memory]:
         return memory_notes.read_memories(self.files.folder, since=since, tags=tags, limit=limit, forgotten=forgotten)
+
+    def history(self, memory_id: Any) -> list[memory_history.Version]:
+        return memory_history.history(self.files.folder, memory_id)
 
 
 def _refuse_secrets(text: str | None, title: str | None, allow_secret: Any) -> None:
@@ -395,8 +419,21 @@ class MemoryClient:
     def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:
         return self._call(self._service.forget(memory_id, expect=expect, purge=purge))
 
-    def restore(self, memory_id: Any) -> Saved:
-        return self._call(self._service.restore(memory_id))
+    def restore(self, memory_id: Any, version: Any = None) -> Saved:
+        return self._call(self._service.restore(memory_id, version=version))
+
+    def history(self, memory_id: Any) -> list[memory_history.Version]:
+        return self._service.history(memory_id)
+
+    def import_path(self, path: Path):
+        from pgrecall.worker.memory_import import import_path
+
+        return self._call(import_path(self._service, Path(path)))
+
+    def import_lines(self, content: str):
+        from pgrecall.worker.memory_import import import_records, json_line_records
+
+        return self._call(import_records(self._service, json_line_records(content, "body")))
 
     def list(self, since: Any = None, tags: Any = None, limit: Any = 50, forgotten: Any = False) -> list[Memory]:
         return self._service.list(since=since, tags=tags, limit=limit, forgotten=forgotten)

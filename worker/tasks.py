@@ -49,7 +49,12 @@ def _indexer(context: procrastinate.JobContext) -> Indexer:
 
 
 async def index_file(context: procrastinate.JobContext, root: str, path: str) -> dict:
-    outcome = await _indexer(context).index_file(root, path)
+    indexer = _indexer(context)
+    outcome = await indexer.index_file(root, path)
+    if outcome.status == "indexed" and root == context.additional_context.get("memory_root"):
+        from pgrecall.worker import memory_history
+
+        await memory_history.record_hand_edit(indexer.pool, root, path)  # a note changed by hand
     return _result(outcome)
 
 
@@ -83,10 +88,21 @@ def worker_options(settings, indexer: Indexer, *, wait: bool) -> dict:
         "queues": [QUEUE],
         "concurrency": settings.worker_concurrency,
         "wait": wait,
-        "additional_context": {"indexer": indexer},
+        "additional_context": {"indexer": indexer, "memory_root": _memory_root(settings)},
         "delete_jobs": "successful",  # failed jobs stay for inspection; done ones would pile up for years
         "shutdown_graceful_timeout": SHUTDOWN_GRACE_SECONDS,
     }
+
+
+def _memory_root(settings) -> str | None:
+    """The memory folder as its jobs name their root (a hand edit there is kept in its history)."""
+    from pgrecall import roots
+    from pgrecall.errors import PgRecallError
+
+    try:
+        return str(roots.memory_folder(settings.config_file, settings.home))
+    except PgRecallError:
+        return None  # a broken config: the service reports it; jobs still index
 
 
 def heartbeat_options(settings) -> dict:

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from pgrecall.cli import memory_history
 from pgrecall.cli.common import command, key_values, text_argument, url
 from pgrecall.settings import Settings
 
@@ -87,9 +88,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "restore",
         run_restore,
         help="bring a forgotten memory back from the trash, with its id, and index it again",
-        epilog="example: pgrecall restore 3f9c0a1b2c4d   (pgrecall memories --forgotten lists the ids)",
+        epilog="example: pgrecall restore 3f9c0a1b2c4d   (pgrecall memories --forgotten lists the ids)\n"
+        "         pgrecall restore 3f9c0a1b2c4d --version 2",
     )
     restore.add_argument("id", help="the id of the forgotten memory")
+    restore.add_argument(
+        "--version",
+        metavar="N",
+        help="bring back what version N of its history held (pgrecall memories history ID), as a new version",
+    )
     restore.add_argument("--json", action="store_true", help="print the memory as JSON")
 
     listing = command(
@@ -97,13 +104,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "memories",
         run_memories,
         help="list memories, newest first",
-        epilog="example: pgrecall memories --since 2026-01-01 --tag ops --limit 20",
+        epilog="example: pgrecall memories --since 2026-01-01 --tag ops --limit 20\n"
+        "         pgrecall memories history 3f9c0a1b2c4d\n"
+        "         pgrecall memories export --output memories.jsonl",
     )
     listing.add_argument("--since", help="only memories updated since this ISO date or time")
     listing.add_argument("--tag", action="append", default=[], help="only memories with this tag, repeatable")
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
     listing.add_argument("--forgotten", action="store_true", help="the memories in the trash, newest forgotten first")
     listing.add_argument("--json", action="store_true", help="print one JSON array")
+    memory_history.add_subcommands(listing)
 
 
 def _service(settings: Settings):
@@ -203,7 +213,7 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
 def run_restore(args: argparse.Namespace, settings: Settings) -> int:
     async def run():
         async with _service(settings) as service:
-            return service.root, await service.restore(args.id)
+            return service.root, await service.restore(args.id, version=args.version)
 
     folder, saved = asyncio.run(run())
     _print_saved(saved, folder, args.json, "restored")

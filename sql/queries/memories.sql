@@ -16,3 +16,8 @@ SELECT pg_advisory_lock(hashtextextended(%(key)s, 0))
 
 -- unlock --
 SELECT pg_advisory_unlock(hashtextextended(%(key)s, 0))
+
+-- lock_transaction --
+-- The same lock as `lock`, held until the end of the transaction: a worker recording a hand edit
+-- of one memory waits for a change the memory service is making to it, and the other way round.
+SELECT pg_advisory_xact_lock(hashtextextended(%(key)s, 0))

@@ -18,6 +18,11 @@ AND (%(project)s::text IS NULL OR d.project = %(project)s)
 AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
 AND (%(before)s::timestamptz IS NULL OR d.occurred_at < %(before)s)
 
+-- hnsw_settings --
+-- The vector arm's HNSW settings for this transaction, in one round trip.
+-- pgvector 0.8's iterative scan keeps reading the graph until enough rows pass the filter.
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)
+
 -- vector_arm --
 -- Each nearest chunk of one embedding space with its cosine similarity (1 - cosine distance),
 -- nearest first. {dimensions} and {space_id} are the space's (pgrecall.embedding_spaces), written
@@ -59,27 +64,36 @@ LIMIT %(limit)s
 -- the index holds (or of %(languages)s where given), and each document is scored
 -- with its own language's lexemes against its language's statistics: frequencies,
 -- counts and average lengths of that language's documents alone.
-WITH totals AS (
-    SELECT language, sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
-           sum(document_count)::bigint AS document_count
-    FROM (
-        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
-        UNION ALL
-        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
-    ) t
-    GROUP BY language
-),
-stats AS (
+-- Cost (issue 24): the statistics are read once per query and everything that depends on a
+-- term alone (both idfs, whose (df + 0.5) is numeric arithmetic, and the average lengths) once
+-- per term, in query_terms; a posting costs a few float8 operations: no logarithm, no numeric,
+-- no join with the statistics. The expressions are those of the reference query
+-- (tests/integration/test_keyword_arm.py), only moved: scores are equal to the last bits but
+-- for the order sums add in.
+WITH stats AS MATERIALIZED (
     SELECT language,
            chunk_count::float8 AS chunks,
            greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
            document_count::float8 AS documents,
            greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
-    FROM totals
+    FROM (
+        SELECT language, sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
+               sum(document_count)::bigint AS document_count
+        FROM (
+            SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+            UNION ALL
+            SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
+        ) t
+        GROUP BY language
+    ) totals
     WHERE chunk_count > 0 AND (%(languages)s::text[] IS NULL OR language = ANY(%(languages)s::text[]))
 ),
-query_terms AS (
-    SELECT s.language, q.term, ts.df, ts.document_df
+query_terms AS MATERIALIZED (
+    -- One row per (language, term): key numbers it for the grouping by document.
+    SELECT row_number() OVER () AS key, s.language, q.term,
+           ln(1 + (s.chunks - ts.df + 0.5) / (ts.df + 0.5)) AS chunk_idf,
+           ln(1 + (s.documents - ts.document_df + 0.5) / (ts.document_df + 0.5)) AS document_idf,
+           s.chunk_length, s.document_length
     FROM stats s
     CROSS JOIN LATERAL (
         SELECT DISTINCT term
@@ -97,9 +111,8 @@ query_terms AS (
     ) ts
     WHERE ts.df > 0
 ),
-matches AS (
-    SELECT q.language, q.term, q.df, q.document_df, m.chunk_id, m.tf, m.document_id, m.chunk_length,
-           m.document_length
+matches AS MATERIALIZED (
+    SELECT q.key, m.chunk_id, m.document_id, m.tf, m.chunk_length, m.document_length
     FROM query_terms q
     CROSS JOIN LATERAL (
         SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
@@ -110,39 +123,42 @@ matches AS (
         LIMIT %(depth)s
     ) m
 ),
-chunk_scores AS (
-    SELECT m.chunk_id, m.document_id,
-           sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
-               * m.tf * (%(k1)s + 1)
-               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / s.chunk_length))) AS score
-    FROM matches m JOIN stats s ON s.language = m.language
-    GROUP BY m.chunk_id, m.document_id
-),
 document_terms AS (
     -- document_length is the same on all of a document's postings; a document has one language.
-    SELECT document_id, language, term, max(document_df) AS document_df, sum(tf) AS tf,
-           max(document_length) AS document_length
+    SELECT document_id, key, sum(tf) AS tf, max(document_length) AS document_length
     FROM matches
-    GROUP BY document_id, language, term
+    GROUP BY document_id, key
 ),
 document_scores AS (
     SELECT t.document_id,
-           sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
-               * t.tf * (%(k1)s + 1)
-               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / s.document_length))) AS score
+           sum(q.document_idf * t.tf * (%(k1)s + 1)
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / q.document_length))) AS score
     FROM document_terms t
-    JOIN stats s ON s.language = t.language
+    JOIN query_terms q ON q.key = t.key
     GROUP BY t.document_id
+),
+top_documents AS MATERIALIZED (
+    -- Every document that can make the list (ties at the cut too, which the best chunk's id
+    -- orders): only their chunks are scored and sorted, not every matched chunk.
+    SELECT document_id, score FROM document_scores ORDER BY score DESC FETCH FIRST %(limit)s ROWS WITH TIES
 ),
 best_chunks AS (
     SELECT DISTINCT ON (document_id) document_id, chunk_id
-    FROM chunk_scores
+    FROM (
+        SELECT m.chunk_id, m.document_id,
+               sum(q.chunk_idf * m.tf * (%(k1)s + 1)
+                   / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / q.chunk_length))) AS score
+        FROM matches m
+        JOIN query_terms q ON q.key = m.key
+        WHERE m.document_id IN (SELECT document_id FROM top_documents)
+        GROUP BY m.chunk_id, m.document_id
+    ) c
     ORDER BY document_id, score DESC, chunk_id
 )
-SELECT b.chunk_id, ds.score
+SELECT b.chunk_id, t.score
 FROM best_chunks b
-JOIN document_scores ds ON ds.document_id = b.document_id
-ORDER BY ds.score DESC, b.chunk_id
+JOIN top_documents t ON t.document_id = b.document_id
+ORDER BY t.score DESC, b.chunk_id
 LIMIT %(limit)s
 
 -- embedding_spaces --
@@ -163,9 +179,12 @@ SELECT space FROM spaces
 UNION ALL
 SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0 AND embedding_space IS NULL)
 
--- embedding_space --
--- The id and width of one embedding space (0023); no row for a space the index never held.
-SELECT id, dimensions FROM pgrecall.embedding_spaces WHERE space = %(space)s
+-- query_spaces --
+-- The embedding spaces of documents with chunks (the query embedding_spaces), each with its id and
+-- width where the index ever held it (0023): what the vector arm needs, in one round trip.
+SELECT s.space, e.id, e.dimensions
+FROM ({embedding_spaces}) s
+LEFT JOIN pgrecall.embedding_spaces e ON e.space = s.space
 
 -- fetch_hits --
 -- similarity: with the query's vector (NULL when it was not embedded: keyword mode).

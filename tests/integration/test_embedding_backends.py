@@ -242,3 +242,65 @@ def test_a_damaged_cache_file_is_rebuilt(tmp_path, home, damage):
     expected = _embedder("onnx-int8", home).embed_batch(SCIENTIFIC)
     np.testing.assert_array_equal(vectors, expected)
     assert path.stat().st_size == size
+
+
+class _SessionsOpened:
+    """Which files onnxruntime sessions are opened on (observed, not replaced: the real class runs)."""
+
+    def __init__(self, monkeypatch):
+        import onnxruntime
+
+        self.paths: list[Path] = []
+        real = onnxruntime.InferenceSession
+        opened = self.paths
+
+        class Recording(real):
+            def __init__(self, path, *args, **kwargs):
+                opened.append(Path(path))
+                super().__init__(path, *args, **kwargs)
+
+        monkeypatch.setattr(onnxruntime, "InferenceSession", Recording)
+
+
+def _home_without_optimized_graphs(tmp_path: Path, home: Path) -> Path:
+    import shutil
+
+    copy = tmp_path / "home"
+    shutil.copytree(home / "models", copy / "models")
+    for folder in (copy / "models").glob("*/optimized"):
+        shutil.rmtree(folder)
+    return copy
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_the_optimized_graph_is_kept_and_the_next_session_starts_from_it_with_equal_vectors(
+    tmp_path, home, monkeypatch, backend
+):
+    copy = _home_without_optimized_graphs(tmp_path, home)
+    first = _embedder(backend, copy).embed_batch(SCIENTIFIC)
+    (kept,) = (copy / "models").glob(f"*/optimized/{Path(FILES[backend]).stem}.*.onnx")
+    assert kept.stat().st_mode & 0o777 == 0o644  # readable by a service of another user sharing the cache
+    sessions = _SessionsOpened(monkeypatch)
+    again = _embedder(backend, copy).embed_batch(SCIENTIFIC)
+    assert sessions.paths == [kept]  # one session, on the kept graph: no optimizing pass again
+    np.testing.assert_array_equal(again, first)
+
+
+def test_a_damaged_optimized_graph_is_set_aside_and_written_again(tmp_path, home, monkeypatch):
+    copy = _home_without_optimized_graphs(tmp_path, home)
+    expected = _embedder("onnx-int8", copy).embed_batch(SCIENTIFIC)
+    (kept,) = (copy / "models").glob("*/optimized/*.onnx")
+    size = kept.stat().st_size
+    kept.write_bytes(b"\0" * size)
+    np.testing.assert_array_equal(_embedder("onnx-int8", copy).embed_batch(SCIENTIFIC), expected)
+    sessions = _SessionsOpened(monkeypatch)
+    np.testing.assert_array_equal(_embedder("onnx-int8", copy).embed_batch(SCIENTIFIC), expected)
+    assert sessions.paths == [kept]  # rewritten whole, and used again
+
+
+def test_a_cache_where_the_optimized_graph_cannot_be_written_still_embeds(tmp_path, home):
+    copy = _home_without_optimized_graphs(tmp_path, home)
+    for folder in (copy / "models").glob("all-MiniLM-L6-v2-*"):
+        (folder / "optimized").write_text("a file where the folder would go")
+    vectors = _embedder("onnx-int8", copy).embed_batch(SCIENTIFIC)
+    np.testing.assert_array_equal(vectors, _embedder("onnx-int8", home).embed_batch(SCIENTIFIC))

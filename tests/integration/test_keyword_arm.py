@@ -4,6 +4,11 @@ The reference is the keyword arm as it was before 0014 (kept below, verbatim but
 document length's step of 0022): it looked each posting's chunk and document up in their tables. Over a real corpus (SciFact abstracts written
 through the real write path) both must give the same (chunk, score) lists, with and without
 filters, on an index migrated from 0013 and on one written since.
+
+A second reference is the keyword arm of 0024 (languages), verbatim, before the idf and average
+lengths were computed once per term rather than once per posting (issue 24): over an index of
+English and German documents both must give the same lists, for every query language, with
+filters, repeated terms and identifiers.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pgrecall.worker.chunk import chunk_sections
 from tests.support.statistics import rows
 
 SCIFACT = Path("/work/shared/data/scifact")
+GERMANQUAD = Path("/work/shared/data/germanquad")
 DOCUMENTS = 300
 QUERIES = 50
 ROOT = "/keyword-arm-test"
@@ -103,6 +109,95 @@ document_scores AS (
     FROM document_terms t
     JOIN pgrecall.documents d ON d.id = t.document_id
     CROSS JOIN stats s
+    GROUP BY t.document_id
+),
+best_chunks AS (
+    SELECT DISTINCT ON (document_id) document_id, chunk_id
+    FROM chunk_scores
+    ORDER BY document_id, score DESC, chunk_id
+)
+SELECT b.chunk_id, ds.score
+FROM best_chunks b
+JOIN document_scores ds ON ds.document_id = b.document_id
+ORDER BY ds.score DESC, b.chunk_id
+LIMIT %(limit)s
+"""
+
+# The keyword arm of 0024, verbatim: statistics joined and each idf computed on every posting.
+PER_POSTING_KEYWORD_ARM = """
+WITH totals AS (
+    SELECT language, sum(chunk_count)::bigint AS chunk_count, sum(term_total)::bigint AS term_total,
+           sum(document_count)::bigint AS document_count
+    FROM (
+        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stats
+        UNION ALL
+        SELECT language, chunk_count, term_total, document_count FROM pgrecall.corpus_stat_deltas
+    ) t
+    GROUP BY language
+),
+stats AS (
+    SELECT language,
+           chunk_count::float8 AS chunks,
+           greatest(term_total::float8 / nullif(chunk_count, 0), 1) AS chunk_length,
+           document_count::float8 AS documents,
+           greatest(term_total::float8 / nullif(document_count, 0), 1) AS document_length
+    FROM totals
+    WHERE chunk_count > 0 AND (%(languages)s::text[] IS NULL OR language = ANY(%(languages)s::text[]))
+),
+query_terms AS (
+    SELECT s.language, q.term, ts.df, ts.document_df
+    FROM stats s
+    CROSS JOIN LATERAL (
+        SELECT DISTINCT term
+        FROM unnest(tsvector_to_array(
+                 to_tsvector(s.language::regconfig, %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+             )) AS u(term)
+    ) q
+    CROSS JOIN LATERAL (
+        SELECT sum(df)::integer AS df, sum(document_df)::integer AS document_df
+        FROM (
+            SELECT df, document_df FROM pgrecall.term_stats WHERE language = s.language AND term = q.term
+            UNION ALL
+            SELECT df, document_df FROM pgrecall.term_stat_deltas WHERE language = s.language AND term = q.term
+        ) d
+    ) ts
+    WHERE ts.df > 0
+),
+matches AS (
+    SELECT q.language, q.term, q.df, q.document_df, m.chunk_id, m.tf, m.document_id, m.chunk_length,
+           m.document_length
+    FROM query_terms q
+    CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
+        FROM pgrecall.postings p
+        {filter_joins}
+        WHERE p.language = q.language AND p.term = q.term AND {document_filter}
+        ORDER BY p.impact DESC, p.chunk_id
+        LIMIT %(depth)s
+    ) m
+),
+chunk_scores AS (
+    SELECT m.chunk_id, m.document_id,
+           sum(ln(1 + (s.chunks - m.df + 0.5) / (m.df + 0.5))
+               * m.tf * (%(k1)s + 1)
+               / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / s.chunk_length))) AS score
+    FROM matches m JOIN stats s ON s.language = m.language
+    GROUP BY m.chunk_id, m.document_id
+),
+document_terms AS (
+    -- document_length is the same on all of a document's postings; a document has one language.
+    SELECT document_id, language, term, max(document_df) AS document_df, sum(tf) AS tf,
+           max(document_length) AS document_length
+    FROM matches
+    GROUP BY document_id, language, term
+),
+document_scores AS (
+    SELECT t.document_id,
+           sum(ln(1 + (s.documents - t.document_df + 0.5) / (t.document_df + 0.5))
+               * t.tf * (%(k1)s + 1)
+               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / s.document_length))) AS score
+    FROM document_terms t
+    JOIN stats s ON s.language = t.language
     GROUP BY t.document_id
 ),
 best_chunks AS (
@@ -217,8 +312,9 @@ def _rewrites(abstracts: list[dict]) -> dict[str, str]:
     return notes
 
 
-def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch) -> dict:
-    """(filter, query) -> the keyword arm's (chunk id, score) list; through the old query where `sql`."""
+def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch, languages=(None,)) -> dict:
+    """(filter, query) -> the keyword arm's (chunk id, score) list; through the old query where `sql`.
+    With `languages`, (filter, languages, query) for each."""
     results = {}
     with monkeypatch.context() as patch:
         if sql is not None:
@@ -228,9 +324,15 @@ def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch) -> dic
         with psycopg.connect(url) as conn:
             for filters in FILTERS:
                 for query in queries:
-                    with conn.transaction():
-                        session = read_store.ReadSession(conn, filters, ef_search=40)
-                        results[json.dumps(filters), query] = session.keyword_arm(query, limit=100, depth=1000)
+                    for told in languages:
+                        with conn.transaction():
+                            session = read_store.ReadSession(conn, filters, ef_search=40, vectors=False)
+                            hits = session.keyword_arm(query, limit=100, depth=1000, languages=told)
+                        if languages == (None,):
+                            key = (json.dumps(filters), query)
+                        else:
+                            key = (json.dumps(filters), None if told is None else tuple(told), query)
+                        results[key] = hits
     return results
 
 
@@ -316,6 +418,74 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch),
         _rankings(empty_db_url, queries, None, monkeypatch),
     )
+
+
+@pytest.fixture(scope="module")
+def germanquad():
+    """(passages, questions) of GermanQuAD."""
+    if not (GERMANQUAD / "corpus.jsonl").exists():
+        pytest.skip(f"GermanQuAD is not at {GERMANQUAD}")
+    with (GERMANQUAD / "corpus.jsonl").open() as corpus:
+        passages = [json.loads(line) for _, line in zip(range(DOCUMENTS // 2), corpus, strict=False)]
+    with (GERMANQUAD / "queries.jsonl").open() as lines:
+        questions = [json.loads(line)["text"] for _, line in zip(range(QUERIES // 2), lines, strict=False)]
+    return passages, questions
+
+
+async def _write_languages(url: str, notes: dict[str, tuple[str, str]]) -> None:
+    conn = await psycopg.AsyncConnection.connect(url)
+    await database.configure_connection_async(conn)
+    async with conn:
+        for path, (text, language) in notes.items():
+            document, chunks, vectors = _note(path, text)
+            await store.write_document(
+                conn,
+                root=ROOT,
+                document=document,
+                chunks=chunks,
+                vectors=vectors,
+                info=None,
+                chunking="test",
+                embedding_space="keyword-arm-test",
+                language=language,
+            )
+
+
+@pytest.mark.slow
+def test_keyword_ranking_in_several_languages_is_that_of_the_per_posting_query(
+    db_url, scifact, germanquad, monkeypatch
+):
+    abstracts, english = scifact
+    passages, german = germanquad
+    notes = {f"{'ab'[i % 2]}/{a['_id']}.md": (_markdown(a), "english") for i, a in enumerate(abstracts[:150])}
+    notes.update(
+        {
+            f"{'ab'[i % 2]}/de-{p['_id']}.md": (f"# {p['text'].splitlines()[0]}\n\n{p['text']}\n", "german")
+            for i, p in enumerate(passages)
+        }
+    )
+    # Some English notes analysed without stemming: a third configuration with statistics of its own.
+    notes.update({f"b/simple-{a['_id']}.md": (_markdown(a), "simple") for a in abstracts[150:180]})
+    asyncio.run(_write_languages(db_url, notes))
+    asyncio.run(_write_languages(db_url, {k: v for k, v in list(notes.items())[:20]}))  # rewritten: deltas
+    queries = [
+        *english[:15],
+        *german[:15],
+        "cancer cancer cancer cells",  # a repeated term counts once
+        "Goethe Goethe Schiller Weimar",
+        "protein expression protein binding in mice",
+        "E-4711 retry_count",  # identifiers, which no note holds
+        "Die Geschichte der Stadt und der Universität",  # stop words, in German
+    ]
+    told = (None, ["english"], ["german"], ["german", "english", "simple"], ["french"])
+    reference = _rankings(db_url, queries, PER_POSTING_KEYWORD_ARM, monkeypatch, languages=told)
+    rewritten = _rankings(db_url, queries, None, monkeypatch, languages=told)
+    _assert_same(reference, rewritten)
+    # Each configuration's statistics take part: the languages told change what is found and how.
+    for query in (english[0], german[0]):
+        found = {languages: reference["null", languages, query] for languages in (None, ("english",), ("german",))}
+        assert found[None] and found[("english",)] != found[("german",)], query
+    assert reference["null", ("french",), english[0]] == []  # a language the index holds no document of
 
 
 def test_a_terms_postings_come_from_the_index_alone(db_url):

@@ -61,7 +61,7 @@ TYPED_QUERIES = [
     ("chunk_write_keys", WRITE["chunk_write_keys"], store.ChunkKey, {"document_id": 1}),
     ("service_status", SERVICE["service_status"], service.ServiceStatus, {"queue": QUEUE}),
     ("fetch_hits", SEARCH["fetch_hits"], read_store.ChunkRow, {"chunk_ids": [1], "embedding": None, "space_id": None}),
-    ("embedding_space", SEARCH["embedding_space"], read_store.SpaceIndex, {"space": SPACE}),
+    ("query_spaces", read_store.QUERY_SPACES, read_store.IndexedSpace, {}),
     *(
         (
             f"{name}{' filtered' if filtered else ''}",

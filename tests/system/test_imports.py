@@ -21,3 +21,15 @@ def test_the_status_module_imports_nothing_of_the_worker():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_logging_and_the_search_side_start_without_rich_which_still_imports_after():
+    # structlog would import rich (about a tenth of a second of every command's start) to
+    # pretty-print tracebacks that our renderers never ask for.
+    code = (
+        "import sys, pgrecall.logs; pgrecall.logs.configure_logging(); import pgrecall.api.search;"
+        "print('rich' in sys.modules);"
+        "import rich.progress; print('rich' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.split() == ["False", "True"]

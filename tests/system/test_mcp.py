@@ -15,7 +15,7 @@ from pgrecall import contract
 from tests.notes import ERROR_CODE_NOTES, write_notes
 from tests.support.cli import COMMAND, run_cli
 
-MEMORY_TOOLS = {"remember", "update_memory", "forget", "restore_memory", "list_memories"}
+MEMORY_TOOLS = {"remember", "update_memory", "forget", "restore_memory", "list_memories", "memory_history"}
 
 
 def test_search_memory_and_get_document_over_stdio(index, db_url, tmp_path):
@@ -181,6 +181,18 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             assert (restored["id"], restored["path"], restored["indexed"]) == (memory["id"], memory["path"], True)
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 3}))["hits"]
             assert hits[0]["path"] == memory["path"]
+            versions = _json(await client.call_tool("memory_history", {"id": memory["id"]}))["versions"]
+            assert [(v["n"], v["event"]) for v in versions] == [
+                (1, "remember"),
+                (2, "update"),
+                (3, "forget"),
+                (4, "restore"),
+            ]
+            assert versions[0]["text"] == memory["text"] and versions[0]["version"] == memory["version"]
+            back = _json(await client.call_tool("restore_memory", {"id": memory["id"], "version": 1}))
+            assert back["text"] == memory["text"] and memory["text"] in (folder / memory["path"]).read_text()
+            text = _error_text(await client.call_tool("restore_memory", {"id": memory["id"], "version": 0}))
+            assert "a version is a number" in text and "\n" not in text
             purged = _json(await client.call_tool("forget", {"id": memory["id"], "purge": True}))
             assert purged["id"] == memory["id"]
             assert _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"] == []

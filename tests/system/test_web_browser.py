@@ -5,6 +5,7 @@ cannot be indexed. Skipped, with the reason, where Playwright or the chromium bi
 (.ci/run installs both); Playwright never downloads a browser here (`executable_path`).
 """
 
+import json
 import os
 import shutil
 import socket
@@ -20,6 +21,7 @@ from tests.support.cli import run_cli, start_cli
 
 pytestmark = pytest.mark.slow
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (.[browser])")
+WAIT_MS = 60_000  # for page state under a loaded machine: each wait ends as soon as the state is there
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run does)", allow_module_level=True)
@@ -38,7 +40,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, server_url):
+def site_env(tmp_path_factory, server_url):
+    """The environment of the served home: the CLI run with it sees what the page wrote."""
     from tests.conftest import _with_database
 
     home = tmp_path_factory.mktemp("web-home")
@@ -60,6 +63,12 @@ def site(tmp_path_factory, server_url):
     shutil.copytree(EXAMPLES, notes)
     write_notes(notes, {"hostile.md": HOSTILE, "broken/latin1.txt": b"caf\xe9 cr\xe8me"})
     assert run_cli("index", str(notes), env=env, timeout=600).returncode == 0
+    return env
+
+
+@pytest.fixture(scope="module")
+def site(site_env):
+    env = site_env
     port = _free_port()
     server = start_cli(
         "ui", "--no-browser", "--port", str(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -154,3 +163,61 @@ def test_status_shows_a_planted_failure_with_its_reason(site, page):
     failures = page.locator("table.failures")
     assert "broken/latin1.txt" in failures.inner_text()
     assert "parse" in failures.inner_text() and "UTF-8" in failures.inner_text()
+
+
+def test_remember_edit_forget_and_undo_a_memory_from_the_page(site, site_env, page):
+    expect = sync_api.expect
+    page.set_default_timeout(WAIT_MS)  # clicks and fills wait for their element as long
+    page.goto(site + "/memories")
+    if not page.locator("#remember textarea").is_visible():
+        page.locator("details.remember summary").click()
+    page.locator("#remember textarea").fill("The quarkle service restarts at 04:00 UTC <b>nightly</b>.")
+    page.locator("#remember input[name=title]").fill("Quarkle restarts")
+    page.locator("#remember input[name=tags]").fill("ops, quarkle")
+    page.locator("#remember button[type=submit]").click()
+    expect(page.locator(".flash")).to_contain_text("Remembered.", timeout=WAIT_MS)
+    expect(page.locator("article.memory h1")).to_have_text("Quarkle restarts", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text(
+        "<b>nightly</b>", timeout=WAIT_MS
+    )  # escaped, shown as text
+    memory_id = page.locator("article.memory .meta code").first.inner_text()
+    expect(page).to_have_url(f"{site}/memories/{memory_id}?done=remembered", timeout=WAIT_MS)  # bookmarkable
+    page.evaluate("window.samePage = true")  # htmx swaps the pages in: the forms below never reload it
+
+    page.locator("details.edit summary").click()
+    page.locator("#edit textarea").fill("The quarkle service restarts at 05:00 UTC since the move.")
+    page.locator("#edit input[name=title]").fill("Quarkle restart time")
+    page.locator("#edit input[name=tags]").fill("ops")
+    page.locator("#edit button[type=submit]").click()
+    expect(page.locator(".flash")).to_contain_text("Saved.", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text("05:00 UTC since the move", timeout=WAIT_MS)
+
+    # Someone else changes it while the page is open: the page's edit is refused, and kept.
+    changed = run_cli("update", memory_id, "--text", "Changed from a terminal meanwhile.", env=site_env)
+    assert changed.returncode == 0, changed.stderr
+    page.locator("details.edit summary").click()
+    page.locator("#edit textarea").fill("The quarkle service restarts at 05:30 UTC, said the page.")
+    page.locator("#edit button[type=submit]").click()
+    expect(page.locator(".error.stale")).to_contain_text("nothing was saved", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text("Changed from a terminal meanwhile.", timeout=WAIT_MS)
+    expect(page.locator("#edit textarea")).to_have_value(
+        "The quarkle service restarts at 05:30 UTC, said the page.", timeout=WAIT_MS
+    )
+    page.locator("#edit button[type=submit]").click()  # again, knowing: it applies over the text now
+    expect(page.locator(".flash")).to_contain_text("Saved.", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text("05:30 UTC, said the page", timeout=WAIT_MS)
+
+    page.locator("#forget button[type=submit]").click()
+    expect(page.locator(".flash")).to_contain_text("Forgotten: Quarkle restart time", timeout=WAIT_MS)
+    expect(page.locator(f'.memories a[href="/memories/{memory_id}"]')).to_have_count(0, timeout=WAIT_MS)
+    expect(page).to_have_url(f"{site}/memories?forgotten={memory_id}", timeout=WAIT_MS)
+    page.locator(".flash button.undo").click()
+    expect(page.locator(".flash")).to_contain_text("Brought back from the trash.", timeout=WAIT_MS)
+    expect(page.locator("article.memory h1")).to_have_text("Quarkle restart time", timeout=WAIT_MS)
+    assert page.evaluate("window.samePage === true") and page.errors == []
+
+    listed = run_cli("memories", "--json", env=site_env, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    (memory,) = [m for m in json.loads(listed.stdout) if m["id"] == memory_id]
+    assert memory["text"] == "The quarkle service restarts at 05:30 UTC, said the page."
+    assert memory["title"] == "Quarkle restart time" and memory["tags"] == ["ops"] and memory["source"] == "web"
