@@ -46,7 +46,7 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
-from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory_export import export_lines
 from pgrecall.memory_history import history
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
@@ -211,6 +211,10 @@ class RememberBody(BaseModel):
     )
     metadata: Any = Field(None, json_schema_extra=_METADATA_SCHEMA)
     project: str | None = Field(None, description="the project it belongs to (its folder, or a name)")
+    force: bool = Field(
+        False, description="save even when a memory says nearly the same (else 409 naming it, nothing saved)"
+    )
+    allow_secret: bool = Field(False, description="save even a text holding a secret (else 422, nothing saved)")
 
 
 class UpdateBody(BaseModel):
@@ -224,6 +228,7 @@ class UpdateBody(BaseModel):
     expect: str | None = Field(
         None, description="the version you read: 409, and nothing changes, if the memory changed since"
     )
+    allow_secret: bool = Field(False, description="save even a text holding a secret (else 422, nothing changes)")
 
 
 SourceHeader = Annotated[str | None, Header(alias=SOURCE_HEADER, description="who writes the memory (default: http)")]
@@ -340,10 +345,16 @@ _ERRORS: dict[type[Exception], Callable[[Exception], tuple[int, str]]] = {
 }
 
 
+async def _near_duplicate(request: Request, exc: NearDuplicate) -> JSONResponse:
+    """409 with the memories that already say it: {"error": one line, "near_duplicates": [{id, text, similarity}]}."""
+    return JSONResponse(status_code=409, content=exc.to_json())
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Every error a JSON {"error": one line}; nothing reaches a traceback."""
     app.add_exception_handler(RequestValidationError, _invalid_request)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(NearDuplicate, _near_duplicate)  # type: ignore[arg-type]
     for kind, answer in _ERRORS.items():
 
         async def handler(request: Request, exc: Exception, answer=answer) -> JSONResponse:
@@ -453,12 +464,22 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         response_model=SavedOut,
         status_code=201,
         summary="Remember: write a note of the memory folder and index it",
-        responses={200: {"description": "the same text was already remembered: that memory", "model": SavedOut}},
+        responses={
+            200: {"description": "the same text was already remembered: that memory", "model": SavedOut},
+            409: {"description": "not saved: memories say nearly the same (near_duplicates); force: true saves"},
+            422: {"description": "not saved: invalid input, or the text holds a secret (its kind and place)"},
+        },
     )
     def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
         metadata = contract.with_project(body.metadata, body.project)
         saved = writer().remember(
-            body.text, title=body.title, tags=body.tags, metadata=metadata, source=source or "http"
+            body.text,
+            title=body.title,
+            tags=body.tags,
+            metadata=metadata,
+            source=source or "http",
+            force=body.force,
+            allow_secret=body.allow_secret,
         )
         if not saved.created:
             response.status_code = 200
@@ -468,7 +489,14 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
         "/memories/{memory_id}", response_model=SavedOut, summary="Rewrite a memory (text, title, tags) and re-index it"
     )
     def update_memory(memory_id: str, body: UpdateBody) -> dict[str, Any]:
-        saved = writer().update(memory_id, text=body.text, title=body.title, tags=body.tags, expect=body.expect)
+        saved = writer().update(
+            memory_id,
+            text=body.text,
+            title=body.title,
+            tags=body.tags,
+            expect=body.expect,
+            allow_secret=body.allow_secret,
+        )
         return saved.to_json()
 
     @router.delete(

@@ -38,7 +38,7 @@ from pgrecall import contract
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
-from pgrecall.memory_client import MemoryWriter
+from pgrecall.memory_client import MemoryWriter, NearDuplicate
 from pgrecall.memory_history import history
 from pgrecall.memory_notes import read_memories
 
@@ -248,6 +248,8 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         project: str | None = None,
+        force: bool = False,
+        allow_secret: bool = False,
     ) -> dict[str, Any]:
         """Save a memory for later sessions: a Markdown note in the user's memory folder, searchable at once.
 
@@ -258,7 +260,10 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         e.g. "Apollo deploys go out on Tuesdays: Friday deploys broke on-call twice in March."
         Never store secrets (passwords, tokens, keys). Call search_memory first: if a memory
         already says this, update_memory it instead of saving a near-duplicate. The same
-        text saved twice returns the existing memory (new: false).
+        text saved twice returns the existing memory (new: false). A text nearly the same as
+        existing memories is not saved: the result says so (saved: false) and lists them
+        (near_duplicates: id, text, similarity); update_memory one of them, or call remember
+        again with force=true if it is truly a different fact. A text holding a secret is refused.
 
         Args:
             text: the memory itself, at most 64 KiB.
@@ -268,6 +273,8 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
                 ({"status": "draft"}), stored as front matter and usable as a search filter.
             project: the project it belongs to (its folder); default: your client's first root.
                 "" for none: a memory about the user that holds in every project.
+            force: save even when memories say nearly the same (after you checked they differ).
+            allow_secret: save even a text holding a secret; only when the user asks for it.
 
         Returns the memory: id (for update_memory and forget), path, text, tags, created, ...
         """
@@ -277,11 +284,21 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         with_project = _call(lambda: contract.with_project(metadata, project))
 
         def save() -> dict[str, Any]:
-            return _call(
-                lambda: memories.get().remember(text, title=title, tags=tags, metadata=with_project, source=source)
-            ).to_json()
+            try:
+                saved = memories.get().remember(
+                    text,
+                    title=title,
+                    tags=tags,
+                    metadata=with_project,
+                    source=source,
+                    force=force,
+                    allow_secret=allow_secret,
+                )
+            except NearDuplicate as exc:  # an answer to act on, not a failure
+                return {"saved": False, "message": str(exc), "near_duplicates": [m.to_json() for m in exc.similar]}
+            return {"saved": True, **saved.to_json()}
 
-        return await anyio.to_thread.run_sync(save)
+        return await anyio.to_thread.run_sync(lambda: _call(save))
 
 
 def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
@@ -292,6 +309,7 @@ def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         title: str | None = None,
         tags: list[str] | None = None,
         expect: str | None = None,
+        allow_secret: bool = False,
     ) -> dict[str, Any]:
         """Correct a memory saved earlier: replace its text, title or tags (only what you give changes).
 
@@ -307,8 +325,13 @@ def add_update_memory(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
             expect: the memory's version as you read it (every memory carries its "version"): if the
                 memory changed since, the call fails and nothing changes: read it again, then retry.
                 Leave it out to overwrite whatever it holds.
+            allow_secret: save even a text holding a secret; only when the user asks for it.
         """
-        return _call(lambda: memories.get().update(id, text=text, title=title, tags=tags, expect=expect)).to_json()
+        return _call(
+            lambda: memories.get().update(
+                id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret
+            )
+        ).to_json()
 
 
 def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:

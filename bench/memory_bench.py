@@ -1,6 +1,6 @@
 """Memories: remember-to-searchable time, with and without a running service; concurrent remembers. Prints JSON.
 
-    .venv/bin/python bench/memory_bench.py [--memories 50] [--processes 16] [--distinct 8]
+    .venv/bin/python bench/memory_bench.py [--memories 50] [--processes 16] [--distinct 8] [--door]
 
 Remember-to-searchable: the time from calling remember (the in-process
 MemoryClient, as pgrecall.api.remember uses it) until a search for the
@@ -16,6 +16,11 @@ Concurrent remembers: PROCESSES processes, each with a MemoryClient of its own,
 load the model, wait at a barrier and then each remember one of DISTINCT texts at once, into
 a fresh memory folder. Reports the notes on disk, the index's rows for that
 folder, and the duplicates (notes beyond one per distinct text: must be 0).
+
+--door: also remember's near-duplicate check, on and off (force=True) in turn, MEMORIES of each,
+in one process: the cost of the check alone, measured in a way the machine's load drifts over
+both alike. The check runs in full (the text embedded, the nearest memories queried) at a
+threshold of 1, so that no templated text is refused and both sides do the same work.
 
 Runs on the server of PGRECALL_DATABASE_URL (in a database of its own,
 pgrecall_memory_bench, dropped first) or else on the embedded server of a
@@ -97,6 +102,19 @@ def remember_until_searchable(client, searcher, phase: str, count: int) -> dict:
         "searches_until_first_max": max(searches),
         "not_found": not_found,
     }
+
+
+def door_on_and_off(client, count: int) -> dict:
+    """remember with the near-duplicate check and without it (force=True), alternating, new texts each."""
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    for number in range(count):
+        for check in (True, False) if number % 2 else (False, True):
+            text = memory_text("D" if check else "F", number)
+            started = time.perf_counter()
+            client.remember(text, source="bench", force=not check)
+            timings[check].append((time.perf_counter() - started) * 1000)
+    on, off = summary(timings[True]), summary(timings[False])
+    return {"check_on_ms": on, "check_off_ms": off, "p50_ratio": round(on["p50"] / off["p50"], 3)}
 
 
 def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, results) -> None:
@@ -185,6 +203,7 @@ def main() -> int:
     parser.add_argument("--memories", type=int, default=50)
     parser.add_argument("--processes", type=int, default=16)
     parser.add_argument("--distinct", type=int, default=8)
+    parser.add_argument("--door", action="store_true", help="also the near-duplicate check on and off, in turn")
     args = parser.parse_args()
     if not 1 <= args.memories <= 1000 or not 1 <= args.distinct <= args.processes <= 64:
         parser.error("--memories from 1 to 1000; 1 <= --distinct <= --processes <= 64")
@@ -225,6 +244,14 @@ def main() -> int:
             started = time.perf_counter()
             without = remember_until_searchable(client, searcher, "N", args.memories)
             without["seconds"] = round(time.perf_counter() - started, 1)
+        door = None
+        if args.door:
+            import dataclasses
+
+            exact = dataclasses.replace(settings, memory_duplicate_similarity=1.0)
+            with MemoryClient(exact, url, (home / "door").resolve()) as door_client:
+                door_client.remember("Warm-up of the door's own folder.")
+                door = door_on_and_off(door_client, args.memories)
         served = with_service(env, url, home, folder, settings, args.memories)
         concurrent = concurrent_remembers(env, url, home / "concurrent", args.processes, args.distinct)
     finally:
@@ -239,6 +266,7 @@ def main() -> int:
                 "without_service": without,
                 "with_service": served,
                 "concurrent": concurrent,
+                **({"door": door} if door is not None else {}),
             }
         )
     )

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgrecall.memory_client import NearDuplicate, SecretInMemory, StaleVersion
 from pgrecall.memory_history import Version, history
 from pgrecall.memory_notes import Memory, folder_of, list_memories
 from pgrecall.settings import Settings, load_settings
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from pgrecall.worker.memory_service import MemoryClient
 
 __all__ = [
+    "NearDuplicate",
+    "SecretInMemory",
+    "StaleVersion",
     "close_default_client",
     "export_memories",
     "forget",
@@ -106,16 +110,25 @@ def remember(
     metadata: Mapping[str, str | int | float | bool] | None = None,
     source: str | None = None,
     project: str | None = None,
+    force: bool = False,
+    allow_secret: bool = False,
 ) -> Saved:
     """Write `text` as a note of the memory folder and index it; `project` (a folder, taken to its
     git top-level, or a name) is written as the front matter's `project`. Returns a `Saved`: `.memory`
     (id, path relative to the memory folder, title, text, tags, source, metadata, created,
     updated), `.created` (False: the same text was already remembered; that memory is
-    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput."""
+    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput.
+
+    Nothing is saved, and pgrecall.memory_client.NearDuplicate is raised, when memories already
+    say nearly the same (`.similar`: their id, text and similarity; update one with
+    update_memory(id, ...), or pass `force=True`); SecretInMemory (an InvalidInput, `.kind`,
+    `.where`) when the text or title holds a secret (`allow_secret=True` saves it anyway)."""
     from pgrecall.contract import with_project
 
     metadata = with_project(metadata, project)
-    return default_client().remember(text, title=title, tags=tags, metadata=metadata, source=source)
+    return default_client().remember(
+        text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
+    )
 
 
 def update_memory(
@@ -124,11 +137,15 @@ def update_memory(
     title: str | None = None,
     tags: Iterable[str] | None = None,
     expect: str | None = None,
+    allow_secret: bool = False,
 ) -> Saved:
     """Rewrite the memory of this id (only what is given changes) and re-index it; MemoryNotFound
     (an InvalidInput) when there is none. `expect`: the `version` you read (every Memory has one);
-    StaleVersion, and nothing changed, when the memory changed since. Without it: whatever it holds."""
-    return default_client().update(memory_id, text=text, title=title, tags=tags, expect=expect)
+    StaleVersion, and nothing changed, when the memory changed since. Without it: whatever it holds.
+    A new text or title holding a secret raises SecretInMemory, unless `allow_secret`."""
+    return default_client().update(
+        memory_id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret
+    )
 
 
 def forget(memory_id: str, expect: str | None = None, purge: bool = False) -> Memory:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from pgrecall import contract
-from pgrecall.errors import PgRecallError
+from pgrecall.errors import InvalidInput, PgRecallError
 from pgrecall.memory_history import Version
 from pgrecall.memory_notes import Memory
 
@@ -23,6 +23,56 @@ class MemoryNotFound(contract.NotFound):
 
 class StaleVersion(PgRecallError):
     """The memory changed since the caller read it: read it again (its `version`) and retry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SimilarMemory:
+    """A memory near a text being remembered: its id, the text its note holds, the cosine similarity."""
+
+    id: str
+    text: str
+    similarity: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "similarity": round(self.similarity, 4)}
+
+
+class NearDuplicate(PgRecallError):
+    """A memory already says nearly the same: update it (update_memory) or save anyway (force=True)."""
+
+    def __init__(self, similar: tuple[SimilarMemory, ...]):
+        super().__init__(self.describe(similar))
+        self.similar = similar  # most similar first
+
+    @staticmethod
+    def describe(
+        similar: tuple[SimilarMemory, ...], update: str = "update_memory({id}, ...)", force: str = "force=true"
+    ) -> str:
+        """One line an assistant or a person acts on: which memories already say this, and what to do
+        (`update`, `force`: the interface's words for it)."""
+        first = similar[0]
+        said = " ".join(first.text.split())
+        said = said if len(said) <= 120 else said[:119] + "…"
+        return (
+            f"not saved: a memory already says nearly the same ({', '.join(m.id for m in similar)}; "
+            f"{first.id}: {said!r}): update it with {update.format(id=first.id)} or save anyway with {force}"
+        )
+
+    @property
+    def ids(self) -> list[str]:
+        return [memory.id for memory in self.similar]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": str(self), "near_duplicates": [memory.to_json() for memory in self.similar]}
+
+
+class SecretInMemory(InvalidInput):
+    """The memory holds a secret: nothing was saved (allow_secret=True saves it anyway)."""
+
+    def __init__(self, message: str, kind: str, where: str):
+        super().__init__(message)
+        self.kind = kind  # "github token", "password", ...: pgrecall.worker.redact's kinds
+        self.where = where  # "text, line 2, column 14": never the secret itself
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +92,8 @@ class MemoryWriter(Protocol):
     `expect` (update, forget): the `version` the caller read; another one raises StaleVersion and
     nothing changes. Without it the call applies to whatever the memory holds (as before versions).
     forget moves the note into the trash (restore brings it back); `purge` deletes it for good.
+    remember refuses, and saves nothing: a text nearly the same as a memory's (NearDuplicate, naming
+    them; `force` saves it anyway) and, as update does, one holding a secret (SecretInMemory; `allow_secret`).
     history: every version of a memory, oldest first; restore with `version` brings one back."""
 
     def remember(
@@ -51,6 +103,8 @@ class MemoryWriter(Protocol):
         tags: Iterable[str] | None = (),
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
+        force: bool = False,
+        allow_secret: bool = False,
     ) -> Saved: ...
 
     def update(
@@ -60,6 +114,7 @@ class MemoryWriter(Protocol):
         title: str | None = None,
         tags: Iterable[str] | None = None,
         expect: str | None = None,
+        allow_secret: bool = False,
     ) -> Saved: ...
 
     def forget(self, memory_id: str, expect: str | None = None, purge: bool = False) -> Memory: ...

@@ -215,6 +215,17 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "memory_duplicate_similarity",
+        "PGRECALL_MEMORY_DUPLICATE_SIMILARITY",
+        "remember refuses a text whose cosine similarity with a memory is at least this (and that shares a rare "
+        "term with it) as a near-duplicate, unless forced (chosen on pairs: bench/duplicate_threshold.py); 1: only "
+        "near-identical texts",
+        default=0.75,
+        minimum=0,
+        maximum=1,
+        real=True,
+    ),
+    Setting(
         "memory_trash_days",
         "PGRECALL_MEMORY_TRASH_DAYS",
         "a forgotten memory stays this many days in the trash (restore brings it back), then serve/watch purge it",
@@ -333,6 +344,7 @@ class Settings:
     log_format: str | None
     config_file: Path
     reconcile_seconds: int
+    memory_duplicate_similarity: float
     memory_trash_days: int
     stalled_seconds: int
     session_tool_results: str

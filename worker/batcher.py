@@ -87,6 +87,17 @@ class EmbeddingBatcher:
         ]
         return np.concatenate(parts)
 
+    async def embed_at_once(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of a few texts, on the model's thread, without lingering for others to join: for a
+        caller that waits on them alone (remember's near-duplicate check, pgrecall.worker.memory_service)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        vectors = await loop.run_in_executor(self._executor, self._embed_batch, list(texts))
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        self.busy_seconds += loop.time() - started
+        return vectors
+
     async def _request(self, texts: Sequence[str], lengths: Sequence[int] | None) -> np.ndarray:
         future = asyncio.get_running_loop().create_future()
         await self._queue.put(_Request(texts, lengths, future))

@@ -220,8 +220,15 @@ async def _import_one(service: MemoryService, record: Record, summary: Summary) 
     from pgrecall.worker.memory_service import _same_text_in  # the dedupe remember uses
 
     if record.id is None:
+        # force: the user brings these notes in on purpose (the exact-text dedupe still holds); a
+        # secret is still refused, listed under failed with its kind and place.
         saved = await service.remember(
-            record.text, title=record.title, tags=record.tags, metadata=record.metadata, source=record.source
+            record.text,
+            title=record.title,
+            tags=record.tags,
+            metadata=record.metadata,
+            source=record.source,
+            force=True,
         )
         (summary.added if saved.created else summary.unchanged).append(saved.memory.id)
         return

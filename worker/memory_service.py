@@ -12,6 +12,11 @@ text that can no longer be read, which is refused rather than written twice.
 update and forget hold a lock keyed by the memory's id, across processes, while
 they compare the caller's `expect` with the note's version and write: of two
 updates made from one version, the second is refused (StaleVersion).
+
+remember's door (pgrecall.worker.memory_door) refuses, saving nothing, a text that holds a
+secret (SecretInMemory, before any lock) and, under the text's lock, once the exact-text check
+found nothing, a text nearly the same as a memory of the folder (NearDuplicate): `force` and
+`allow_secret` let them through.
 """
 
 from __future__ import annotations
@@ -33,12 +38,16 @@ from pgrecall.memory_client import MemoryNotFound, Saved, StaleVersion
 from pgrecall.memory_notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
-from pgrecall.worker import memories, store
+from pgrecall.worker import memories, memory_door, store
 from pgrecall.worker import memory_history as memory_history_writer
+from pgrecall.worker.adapters.markdown import heading_path
+from pgrecall.worker.document import embedding_text
 from pgrecall.worker.memories import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
+from pgrecall.worker.redact import redact
 
 Q = queries.load("memories.sql")
+DOOR = queries.load("door.sql")
 log = structlog.get_logger("pgrecall.memories")
 
 __all__ = ["MemoryClient", "MemoryNotFound", "MemoryService", "Saved"]  # the last two: pgrecall.memory_client's
@@ -104,10 +113,10 @@ class MemoryService:
     async def index_memory(self, memory: Memory) -> bool:
         return await self._index(memory)
 
-    async def _index(self, memory: Memory) -> bool:
+    async def _index(self, memory: Memory, vectors: dict[str, Any] | None = None) -> bool:
         assert self._indexer is not None
         try:
-            outcome = await self._indexer.index_file(self.root, memory.path)
+            outcome = await self._indexer.index_file(self.root, memory.path, vectors)
         except (psycopg.OperationalError, PgRecallError) as exc:
             log.warning("memory_not_indexed", id=memory.id, error=first_line(exc))
             return False
@@ -120,23 +129,33 @@ class MemoryService:
         tags: Any = (),
         metadata: Any = None,
         source: Any = None,
+        force: Any = False,
+        allow_secret: Any = False,
     ) -> Saved:
+        """`force`: save even a near-duplicate (the exact same text still returns its memory);
+        `allow_secret`: save even a text holding a secret."""
         clean_text = contract.memory_text(text)
         clean_title = contract.memory_title(title)
         clean_tags = contract.memory_tags(tags)
         clean_metadata = contract.memory_metadata(metadata)
         clean_source = contract.memory_source(source)
+        if not isinstance(force, bool):
+            raise InvalidInput("force must be true or false")
+        _refuse_secrets(clean_text, clean_title, allow_secret)
         digest = memory_notes.content_digest(clean_text)
         async with self._locked(f"pgrecall.memory.text:{self.root}:{digest}"):
             existing = await self._find_same_text(clean_text, digest)
             if existing is not None:
                 # A note its writer did not live to index is indexed now; an indexed one is unchanged.
                 return Saved(existing, created=False, indexed=await self._index(existing))
+            # The check's vector is the note's: indexing it embeds nothing again.
+            vectors = {} if force else await self._refuse_near_duplicates(clean_text, clean_title)
             now = memories.now_utc()
             memory_id = memories.new_id()
             memory = Memory(
                 id=memory_id,
-                path=memories.relative_path(memory_id, now, clean_title, clean_text),
+                # With allow_secret, the secret is kept in the note but not in its name (logs and listings show it).
+                path=memories.relative_path(memory_id, now, *_without_secrets(clean_title, clean_text)),
                 title=clean_title,
                 text=clean_text,
                 tags=clean_tags,
@@ -146,9 +165,54 @@ class MemoryService:
                 updated=now,
             )
             await asyncio.to_thread(self.files.write, memory, "remember")
-            indexed = await self._index(memory)
+            indexed = await self._index(memory, vectors)
         log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed)
         return Saved(memory, created=True, indexed=indexed)
+
+    async def _refuse_near_duplicates(self, text: str, title: str | None) -> dict[str, Any]:
+        """NearDuplicate when memories of the folder say nearly the same as `text`; else the text's
+        vector, by its embedding text. When the model or the database cannot answer, the memory is
+        saved unchecked (as it is written unindexed)."""
+        assert self._indexer is not None and self._pool is not None
+        threshold = self.settings.memory_duplicate_similarity
+        try:
+            # What the pipeline embeds for this note: its title is its chunk's heading ("# Title").
+            embedded = embedding_text(heading_path([(1, title)]) if title else "", text)
+            vector = (await self._indexer.batcher.embed_at_once([embedded]))[0]
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(
+                    DOOR["nearest_memories"],
+                    {
+                        "embedding": vector,
+                        "root": self.root,
+                        "space": self._indexer.embedding_space,
+                        "limit": memory_door.MAX_CANDIDATES,
+                    },
+                )
+                rows = await cursor.fetchall()
+        except (psycopg.OperationalError, PgRecallError) as exc:
+            log.warning("memory_not_checked", error=first_line(exc))
+            return {}
+        candidates = []
+        for memory_id, similarity in rows:
+            if similarity < threshold:
+                break
+            if not contract.MEMORY_ID.fullmatch(memory_id):  # a hand-edited front matter's id: no path
+                continue
+            try:
+                # The text the note holds now (a hand edit included), not the index's copy.
+                memory = await asyncio.to_thread(self.files.read, memory_id)
+            except MemoryUnreadable:
+                continue
+            if memory is not None:
+                candidates.append(memory_door.Candidate(memory.id, memory.text, similarity))
+        found = memory_door.near_duplicates(text, candidates, threshold)
+        if found:
+            log.info(
+                "memory_refused", reason="near_duplicate", ids=[c.id for c in found], similarity=found[0].similarity
+            )
+            raise memory_door.near_duplicate(found)
+        return {embedded: vector}
 
     async def _find_same_text(self, text: str, digest: str) -> Memory | None:
         """The memory of the folder holding exactly this text; MemoryUnreadable when the index
@@ -169,7 +233,13 @@ class MemoryService:
         return None
 
     async def update(
-        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+        self,
+        memory_id: Any,
+        text: Any = None,
+        title: Any = None,
+        tags: Any = None,
+        expect: Any = None,
+        allow_secret: Any = False,
     ) -> Saved:
         clean_id = contract.memory_id(memory_id)
         clean_expect = contract.memory_version(expect)
@@ -182,6 +252,7 @@ class MemoryService:
             changes["tags"] = contract.memory_tags(tags)
         if not changes:
             raise InvalidInput("nothing to update: give text, title or tags")
+        _refuse_secrets(changes.get("text"), changes.get("title"), allow_secret)
         async with self.locked_memory(clean_id):
             current = await asyncio.to_thread(self.files.read, clean_id)
             if current is None:
@@ -250,6 +321,22 @@ class MemoryService:
         return memory_history.history(self.files.folder, memory_id)
 
 
+def _refuse_secrets(text: str | None, title: str | None, allow_secret: Any) -> None:
+    """SecretInMemory when the text or title holds a secret, unless `allow_secret`."""
+    if not isinstance(allow_secret, bool):
+        raise InvalidInput("allow_secret must be true or false")
+    if allow_secret:
+        return
+    secret = memory_door.find_secret({"text": text, "title": title})
+    if secret is not None:
+        log.warning("memory_refused", reason="secret", kind=secret.kind, field=secret.field, line=secret.line)
+        raise secret.refusal()
+
+
+def _without_secrets(title: str | None, text: str) -> tuple[str | None, str]:
+    return (redact(title)[0] if title else title), redact(text)[0]
+
+
 def _check_version(current: Memory, expect: str | None) -> None:
     if expect is not None and current.version != expect:
         raise StaleVersion(
@@ -300,13 +387,34 @@ class MemoryClient:
     def _call(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
-    def remember(self, text: Any, title: Any = None, tags: Any = (), metadata: Any = None, source: Any = None) -> Saved:
-        return self._call(self._service.remember(text, title=title, tags=tags, metadata=metadata, source=source))
+    def remember(
+        self,
+        text: Any,
+        title: Any = None,
+        tags: Any = (),
+        metadata: Any = None,
+        source: Any = None,
+        force: Any = False,
+        allow_secret: Any = False,
+    ) -> Saved:
+        return self._call(
+            self._service.remember(
+                text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
+            )
+        )
 
     def update(
-        self, memory_id: Any, text: Any = None, title: Any = None, tags: Any = None, expect: Any = None
+        self,
+        memory_id: Any,
+        text: Any = None,
+        title: Any = None,
+        tags: Any = None,
+        expect: Any = None,
+        allow_secret: Any = False,
     ) -> Saved:
-        return self._call(self._service.update(memory_id, text=text, title=title, tags=tags, expect=expect))
+        return self._call(
+            self._service.update(memory_id, text=text, title=title, tags=tags, expect=expect, allow_secret=allow_secret)
+        )
 
     def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:
         return self._call(self._service.forget(memory_id, expect=expect, purge=purge))

@@ -21,7 +21,7 @@ import hashlib
 import os
 import stat as stat_module
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -87,6 +87,8 @@ class _Attempt:
     started: float  # time.perf_counter() when the job began
     stage: str = "read"
     info: store.FileInfo | None = None
+    # Vectors the caller already has, by embedding text: used for a chunk of exactly that text.
+    vectors: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 def _indexed(root: str, path: str, written: _Written, *, documents: int) -> Outcome:
@@ -274,9 +276,12 @@ class Indexer:
             await self.index_file(root, destination)
         return self._report(Outcome(root, f"{source} -> {destination}", "moved", documents=moved), started)
 
-    async def index_file(self, root: str, path: str) -> Outcome:
-        """Index what is at `path` now; never raises for a problem of the file itself."""
-        attempt = _Attempt(root=root, path=path, kind=adapters.kind_of(path), started=time.perf_counter())
+    async def index_file(self, root: str, path: str, vectors: Mapping[str, np.ndarray] | None = None) -> Outcome:
+        """Index what is at `path` now; never raises for a problem of the file itself. `vectors`: those
+        the caller computed with this indexer's embedder, by embedding text (remember's check has its note's)."""
+        attempt = _Attempt(
+            root=root, path=path, kind=adapters.kind_of(path), started=time.perf_counter(), vectors=vectors or {}
+        )
         try:
             return await self._index_file(attempt)
         except PERMANENT_DATABASE_ERRORS as exc:
@@ -455,7 +460,7 @@ class Indexer:
         chunked, languages = await asyncio.to_thread(self._chunk_all, documents, known.sections)
         attempt.stage = "embed"
         reused = [
-            known.vectors.get(document.path, {}).get(chunk.embedding_text)
+            known.vectors.get(document.path, {}).get(chunk.embedding_text, attempt.vectors.get(chunk.embedding_text))
             for document, chunks in zip(documents, chunked, strict=True)
             for chunk in chunks
         ]

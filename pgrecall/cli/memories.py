@@ -12,6 +12,9 @@ from pgrecall.cli import memory_history
 from pgrecall.cli.common import command, key_values, text_argument, url
 from pgrecall.settings import Settings
 
+EXIT_NEAR_DUPLICATE = 3  # remember: memories already say nearly the same; nothing saved
+EXIT_SECRET = 4  # remember, update: the text or title holds a secret; nothing saved
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     remember = command(
@@ -21,7 +24,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="remember a fact or decision: a note in the memory folder, indexed before this returns",
         description="Write TEXT as a Markdown note of the memory folder ([memory] folder of the config file, "
         "default memories/ in PGRECALL_HOME) and index it, so the next search finds it. The same text "
-        "remembered twice is one memory.",
+        "remembered twice is one memory. Nothing is saved when memories already say nearly the same "
+        "(exit 3, naming them: pgrecall update one, or --force) or when the text holds a secret "
+        "(exit 4, naming its kind and place: --allow-secret).",
         epilog='example: pgrecall remember "Staging runs 3 replicas since the March outage" --tag ops '
         "--meta project=apollo\n         git log -1 --format=%B | pgrecall remember --title 'Last commit'",
     )
@@ -35,7 +40,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--project", help="the project it belongs to: its folder (taken to its git top-level) or a name"
     )
     remember.add_argument("--here", action="store_true", help="--project the current folder")
-    remember.add_argument("--json", action="store_true", help="print the memory as JSON")
+    remember.add_argument(
+        "--force",
+        action="store_true",
+        help="save even when a memory says nearly the same (PGRECALL_MEMORY_DUPLICATE_SIMILARITY)",
+    )
+    remember.add_argument("--allow-secret", action="store_true", help="save even a text that holds a secret")
+    remember.add_argument("--json", action="store_true", help="print the memory as JSON (a refusal too, on stdout)")
 
     update = command(
         commands,
@@ -52,6 +63,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--expect",
         metavar="VERSION",
         help="the version you read (memories --json): refused, exit 1, if the memory changed since",
+    )
+    update.add_argument(
+        "--allow-secret", action="store_true", help="save even a text that holds a secret (else exit 4)"
     )
     update.add_argument("--json", action="store_true", help="print the memory as JSON")
 
@@ -120,19 +134,43 @@ def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
         print("pgrecall: warning: the note is written; it is indexed once the database answers", file=sys.stderr)
 
 
+def _secret_refused(exc, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"error": str(exc), "secret": exc.kind, "where": exc.where}, ensure_ascii=False))
+    print(f"pgrecall: error: {exc}", file=sys.stderr)
+    return EXIT_SECRET
+
+
 def run_remember(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.contract import with_project
 
     text = text_argument(args.text)
     metadata = with_project(key_values(args.meta), os.getcwd() if args.here else args.project)
 
+    from pgrecall.memory_client import NearDuplicate, SecretInMemory
+
     async def run():
         async with _service(settings) as service:
             return service.root, await service.remember(
-                text, title=args.title, tags=args.tag, metadata=metadata, source="cli"
+                text,
+                title=args.title,
+                tags=args.tag,
+                metadata=metadata,
+                source="cli",
+                force=args.force,
+                allow_secret=args.allow_secret,
             )
 
-    folder, saved = asyncio.run(run())
+    try:
+        folder, saved = asyncio.run(run())
+    except NearDuplicate as exc:
+        if args.json:
+            print(json.dumps(exc.to_json(), ensure_ascii=False))
+        line = exc.describe(exc.similar, update="`pgrecall update {id} --text ...`", force="--force")
+        print(f"pgrecall: {line}", file=sys.stderr)
+        return EXIT_NEAR_DUPLICATE
+    except SecretInMemory as exc:
+        return _secret_refused(exc, args.json)
     _print_saved(saved, folder, args.json, "remembered")
     return 0
 
@@ -140,13 +178,18 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
 def run_update(args: argparse.Namespace, settings: Settings) -> int:
     text = text_argument(args.text, required=False)
 
+    from pgrecall.memory_client import SecretInMemory
+
     async def run():
         async with _service(settings) as service:
             return service.root, await service.update(
-                args.id, text=text, title=args.title, tags=args.tag, expect=args.expect
+                args.id, text=text, title=args.title, tags=args.tag, expect=args.expect, allow_secret=args.allow_secret
             )
 
-    folder, saved = asyncio.run(run())
+    try:
+        folder, saved = asyncio.run(run())
+    except SecretInMemory as exc:
+        return _secret_refused(exc, args.json)
     _print_saved(saved, folder, args.json, "updated")
     return 0
 

@@ -80,7 +80,8 @@ def test_sixteen_concurrent_remembers_leave_one_note_per_distinct_text(settings,
     def remember_in_own_service(chunk):
         async def scenario():
             async with MemoryService(settings, db_url, memory_folder) as service:
-                return await asyncio.gather(*(service.remember(text) for text in chunk))
+                # force: these texts are near-duplicates of each other; the exact-text lock is under test
+                return await asyncio.gather(*(service.remember(text, force=True) for text in chunk))
 
         try:
             results.extend(asyncio.run(scenario()))

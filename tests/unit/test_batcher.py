@@ -275,3 +275,25 @@ def test_a_big_request_is_embedded_in_slices_that_let_other_jobs_through():
     assert vectors.shape == (95, 4) and small.shape == (1, 4)
     assert max(len(call) for call in calls) <= 10 + 1
     assert [t for call in calls for t in call if t.startswith("big")] == [f"big {i}" for i in range(95)]
+
+
+def test_embed_at_once_does_not_linger_and_runs_on_the_model_thread():
+    """A lone caller (remember's near-duplicate check) gets its vectors without the linger
+    that lets a burst of jobs meet: with an hour's linger, `embed` would not return in the guard's time."""
+    threads: list[str] = []
+    model = FakeModel()
+
+    def recording(texts):
+        threads.append(threading.current_thread().name)
+        return model(texts)
+
+    async def scenario():
+        batcher = EmbeddingBatcher(recording, linger_seconds=3600)
+        try:
+            return await batcher.embed_at_once(["t7", "t8"]), batcher
+        finally:
+            await batcher.close()
+
+    vectors, batcher = run(scenario())
+    assert _values(vectors) == [7.0, 8.0] and model.calls == [["t7", "t8"]]
+    assert threads[0].startswith("embed") and (batcher.calls, batcher.texts_embedded) == (1, 2)

@@ -32,6 +32,7 @@ EXPECTED_DEFAULTS = {
     "ef_search": 200,
     "log_format": None,
     "reconcile_seconds": 600,
+    "memory_duplicate_similarity": 0.75,
     "stalled_seconds": 30,
     "editor_command": None,
 }
@@ -78,6 +79,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_REDACT_SECRETS": "false",
         "PGRECALL_HOOK_MIN_SCORE": "-0.5",
         "PGRECALL_HOOK_DEADLINE": "2.5",
+        "PGRECALL_MEMORY_DUPLICATE_SIMILARITY": "0.9",
         "PGRECALL_WARM_SOCKET": "off",
         "PGRECALL_LANGUAGES": "de,fr",
         "PGRECALL_EDITOR_COMMAND": "code --goto {path}:{line}",
@@ -98,6 +100,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.session_tool_results == "on"
     assert settings.redact_secrets is False
     assert (settings.hook_min_score, settings.hook_deadline) == (-0.5, 2.5)
+    assert settings.memory_duplicate_similarity == 0.9
     assert settings.warm_socket == "off"
     assert settings.languages == "de,fr"
     assert settings.editor_command == "code --goto {path}:{line}"  # split by the API, which refuses a bad one
@@ -151,6 +154,13 @@ def test_fusion_alpha_outside_0_to_1_is_refused_naming_the_variable(raw, message
     with pytest.raises(ConfigurationError) as refused:
         load_settings({"PGRECALL_FUSION_ALPHA": raw})
     assert str(refused.value) == f"PGRECALL_FUSION_ALPHA {message}"
+
+
+@pytest.mark.parametrize(("raw", "message"), [("1.01", "must be at most 1, got 1.01"), ("-1", "must be at least 0")])
+def test_the_duplicate_similarity_is_a_cosine_from_0_to_1(raw, message):
+    assert load_settings({"PGRECALL_MEMORY_DUPLICATE_SIMILARITY": "1"}).memory_duplicate_similarity == 1.0
+    with pytest.raises(ConfigurationError, match=f"^PGRECALL_MEMORY_DUPLICATE_SIMILARITY {message}"):
+        load_settings({"PGRECALL_MEMORY_DUPLICATE_SIMILARITY": raw})
 
 
 def test_an_unknown_fusion_is_refused():
