@@ -38,12 +38,26 @@ _STOP_WORDS = """
     this those through to too under until up upon us use used uses using very was we were what when
     where which while who whom why will with within without would yes yet you your yours
 """
-STOP_WORDS = frozenset(_STOP_WORDS.split())
+# The same for German, the other language our users write memories in (PGRECALL_LANGUAGES' default):
+# without them "die", "und", "auf" would be the shared rare term of any two German texts.
+_GERMAN_STOP_WORDS = """
+    aber alle allem allen aller alles als also am an andere anderen auch auf aus bei beim bin bis bist
+    da damit dann das dass dazu dem den denn der des dich die dies diese diesem diesen dieser dieses dir
+    doch dort du durch ein eine einem einen einer eines er es etwas euch euer für gegen gewesen hab habe
+    haben hat hatte hatten hier hin hinter ich ihm ihn ihnen ihr ihre im immer in ins ist ja jede jedem
+    jeden jeder jedes jetzt kann kein keine können könnte man manche mehr mein meine mich mir mit muss
+    nach nicht nichts noch nun nur ob oder ohne schon sehr sein seine sich sie sind so solche soll
+    sollte sondern um und uns unser unter viel vom von vor war waren warum was weil welche wenn wer
+    werde werden wie wieder will wir wird wo wurde wurden zu zum zur über
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split()) | frozenset(_GERMAN_STOP_WORDS.split())
 _WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*")
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
     "forty": "40", "fifty": "50", "hundred": "100",
+    "eins": "1", "zwei": "2", "drei": "3", "vier": "4", "fünf": "5", "sechs": "6", "sieben": "7", "acht": "8",
+    "neun": "9", "zehn": "10", "elf": "11", "zwölf": "12", "zwanzig": "20", "dreißig": "30", "hundert": "100",
 }  # fmt: skip
 MAX_CANDIDATES = 5  # nearest memories looked at; more would be listed to the caller as noise
 

@@ -75,3 +75,11 @@ def test_a_secret_in_the_title_is_found_too_and_plain_text_passes():
     assert find_secret({"text": "Deploys go out on Tuesdays.", "title": "Deploy day"}) is None
     found = find_secret({"text": "Deploys go out on Tuesdays.", "title": "password=hunter2-blue"})
     assert (found.field, found.kind, found.line, found.column) == ("title", "password", 1, 10)
+
+
+def test_german_function_words_are_no_rare_terms_and_numbers_read_alike():
+    assert rare_terms("Die Staging-Umgebung läuft jetzt auf drei Servern.") == {"staging", "umgebung", "läuft", "3", "servern"}
+    assert rare_terms("Staging läuft auf 3 Servern") <= rare_terms("Die Staging-Umgebung läuft jetzt auf drei Servern.")
+    # Two German texts alike in shape only share "die", "ist", "auf": no rare term, no near-duplicate.
+    unrelated = Candidate("0123456789ab", "Die Katze ist auf dem Sofa.", 0.9)
+    assert not is_near_duplicate("Die Datenbank ist auf dem Server.", unrelated, 0.75)
