@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
-from pgrecall.api import web
+from pgrecall.api import web, web_memories
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
@@ -615,7 +615,8 @@ def create_app(
     add_error_handlers(app)
     # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
     hosts = web.allowed_hosts(listen_host, token)
-    web.mount(app, searcher, token, read_only, memory_folder, status, hosts, memories, editor_command)
+    memory_pages = web_memories.router(memories, read_only, memory_folder, web.page_context(read_only, memory_folder))
+    web.mount(app, searcher, token, read_only, memory_folder, status, hosts, [memory_pages], editor_command)
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)

@@ -27,7 +27,7 @@ import datetime
 import hashlib
 import hmac
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -47,9 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from pgrecall import contract, kinds
 from pgrecall.api import editor
 from pgrecall.api.search import Searcher
-from pgrecall.api.startup import Lazy
 from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
-from pgrecall.memory_client import MemoryWriter
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 
 HERE = Path(__file__).parent
@@ -181,6 +179,11 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     return response
 
 
+def page_context(read_only: bool, memory_folder: Path | None) -> dict[str, Any]:
+    """What every page's template is given about the server: read-only, and whether memories are kept."""
+    return {"read_only": read_only, "with_memories": memory_folder is not None}
+
+
 def allowed_hosts(listen_host: str | None, token: str | None) -> frozenset[str] | None:
     """The Host names pages answer: loopback names and the address listened on; None (any) with a token."""
     if token:
@@ -196,16 +199,14 @@ def mount(
     memory_folder: Path | None = None,
     status: Callable[[], dict[str, Any]] | None = None,
     hosts: frozenset[str] | None = frozenset(LOOPBACK_NAMES),
-    memories: Lazy[MemoryWriter] | None = None,
+    page_routers: Sequence[APIRouter] = (),
     editor_command: tuple[str, ...] | None = None,
 ) -> None:
     """The pages, their static files and the cross-site write guard, on `app`. `status`: what
     `pgrecall status` reports (built by the caller with a read-only connection); without it the
     status page shows the search side's /health. `hosts`: the Host allow-list (None: any).
-    `memories`: the memory client the memory forms write through (none: no forms).
+    `page_routers`: more pages behind the same guards (pgrecall.api.web_memories.router's).
     `editor_command`: PGRECALL_EDITOR_COMMAND as editor.parse_command split it (none: no button)."""
-    from pgrecall.api import web_memories  # it builds on this module's page helpers
-
     app.add_middleware(CrossSiteWriteGuard)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -215,8 +216,8 @@ def mount(
     app.add_exception_handler(NeedsLogin, on_needs_login)
     guards = [Depends(_host_guard(hosts)), Depends(_login_guard(token))]
     app.include_router(router(searcher, token, read_only, memory_folder, status, editor_command), dependencies=guards)
-    common = {"read_only": read_only, "with_memories": memory_folder is not None}
-    app.include_router(web_memories.router(memories, read_only, memory_folder, common), dependencies=guards)
+    for pages in page_routers:
+        app.include_router(pages, dependencies=guards)
     app.include_router(login_router(token), dependencies=[Depends(_host_guard(hosts))])
 
 
@@ -284,7 +285,7 @@ def router(
 ) -> APIRouter:
     """GET /, /documents/{id} (HTML), /status; POST /documents/{id}/open (the editor)."""
     router = APIRouter(include_in_schema=False)
-    common = {"read_only": read_only, "with_memories": memory_folder is not None}
+    common = page_context(read_only, memory_folder)
 
     @router.get("/", response_class=HTMLResponse)
     def search_page(

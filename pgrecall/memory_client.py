@@ -11,14 +11,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from pgrecall import contract
 from pgrecall.errors import InvalidInput, PgRecallError
 from pgrecall.memory_history import Version
-from pgrecall.memory_notes import Memory
-
-
-class MemoryNotFound(contract.NotFound):
-    """No such memory."""
+from pgrecall.memory_notes import Memory, MemoryNotFound  # noqa: F401 - MemoryNotFound: the interfaces' name for it
 
 
 class StaleVersion(PgRecallError):

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pgrecall.memory_notes import TRASH, MemoryNotes, parse
+from pgrecall.memory_notes import TRASH, MemoryNotes, MemoryNotFound, parse
 
 HISTORY = ".history"
 EVENTS = ("remember", "update", "forget", "restore", "edit")
@@ -170,7 +170,6 @@ def history(folder_path: Path, memory_id: Any) -> list[Version]:
     """The history of the memory of this id in the memory folder (no database); MemoryNotFound
     when it has none (never remembered, or purged)."""
     from pgrecall import contract
-    from pgrecall.memory_client import MemoryNotFound
 
     clean_id = contract.memory_id(memory_id)
     found = versions(MemoryNotes(folder_path), clean_id)

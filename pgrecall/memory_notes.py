@@ -34,6 +34,10 @@ _SLUG_WORDS = 8
 _SLUG_CHARS = 48
 
 
+class MemoryNotFound(contract.NotFound):
+    """No such memory."""
+
+
 class MemoryUnreadable(PgRecallError):
     """A memory's note cannot be read (its permissions?)."""
 

@@ -172,3 +172,22 @@ class MemoryFolder(MemoryNotes):
             except OSError:
                 continue  # gone meanwhile, or not ours to delete: the next round tries again
         return purged
+
+    def same_text(self, text: str) -> tuple[Memory | None, dict[str, str]]:
+        """The folder's memory holding exactly `text` (the oldest, by path), and the notes that could
+        not be read (id: path). A note's bytes are searched for the text before it is parsed."""
+        needle = text.encode("utf-8")
+        unreadable: dict[str, str] = {}
+        root = self.root()
+        for path in self.note_paths():
+            try:
+                data = path.read_bytes()
+            except OSError:
+                unreadable[path.name[-15:-3]] = path.relative_to(root).as_posix()
+                continue
+            if needle not in data:
+                continue
+            memory = parse(path.relative_to(root).as_posix(), data.decode("utf-8", errors="replace"))
+            if memory is not None and memory.text == text:
+                return memory, unreadable
+        return None, unreadable

@@ -13,12 +13,13 @@ observations and relations stay in the text, as written. The parsing is pure (`r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 import yaml
@@ -27,9 +28,20 @@ from pgrecall import contract, memory_notes
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.front_matter import split_front_matter
 from pgrecall.memory_notes import Memory
+from pgrecall.worker.memories import MemoryFolder
 
-if TYPE_CHECKING:
-    from pgrecall.worker.memory_service import MemoryService
+
+class MemoryService(Protocol):
+    """What an import needs of pgrecall.worker.memory_service.MemoryService (which calls it)."""
+
+    files: MemoryFolder
+
+    async def remember(self, text: str, **fields: Any) -> Any: ...
+
+    def locked_memory(self, memory_id: str) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+    async def index_memory(self, memory: Memory) -> bool: ...
+
 
 _BASIC_MEMORY_KEYS = ("type", "permalink")
 log = structlog.get_logger("pgrecall.memories")
@@ -217,7 +229,6 @@ async def _import_one(service: MemoryService, record: Record, summary: Summary) 
     import asyncio
 
     from pgrecall.worker import memories
-    from pgrecall.worker.memory_service import _same_text_in  # the dedupe remember uses
 
     if record.id is None:
         # force: the user brings these notes in on purpose (the exact-text dedupe still holds); a
@@ -248,7 +259,7 @@ async def _import_one(service: MemoryService, record: Record, summary: Summary) 
         if await asyncio.to_thread(service.files.locate, memory_id, True) is not None:
             summary.forgotten.append(memory_id)
             return
-        same, _ = await asyncio.to_thread(_same_text_in, service.files, text)
+        same, _ = await asyncio.to_thread(service.files.same_text, text)
         if same is not None:  # remembered here under another id: one memory per text
             summary.unchanged.append(same.id)
             return

@@ -217,7 +217,7 @@ class MemoryService:
     async def _find_same_text(self, text: str, digest: str) -> Memory | None:
         """The memory of the folder holding exactly this text; MemoryUnreadable when the index
         says an unreadable note holds it."""
-        found, unreadable = await asyncio.to_thread(_same_text_in, self.files, text)
+        found, unreadable = await asyncio.to_thread(self.files.same_text, text)
         if found is not None or not unreadable:
             return found
         assert self._pool is not None
@@ -343,26 +343,6 @@ def _check_version(current: Memory, expect: str | None) -> None:
             f"memory {current.id} changed since it was read (version {expect}, now {current.version}, "
             f"updated {current.updated}): read it again and retry; nothing was changed"
         )
-
-
-def _same_text_in(files: MemoryFolder, text: str) -> tuple[Memory | None, dict[str, str]]:
-    """The folder's memory holding exactly `text` (the oldest, by path), and the notes that could
-    not be read (id: path). A note's bytes are searched for the text before it is parsed."""
-    needle = text.encode("utf-8")
-    unreadable: dict[str, str] = {}
-    root = files.root()
-    for path in files.note_paths():
-        try:
-            data = path.read_bytes()
-        except OSError:
-            unreadable[path.name[-15:-3]] = path.relative_to(root).as_posix()
-            continue
-        if needle not in data:
-            continue
-        memory = memory_notes.parse(path.relative_to(root).as_posix(), data.decode("utf-8", errors="replace"))
-        if memory is not None and memory.text == text:
-            return memory, unreadable
-    return None, unreadable
 
 
 class MemoryClient:
