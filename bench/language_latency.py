@@ -134,7 +134,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=None, help="only the first N queries (default: all)")
     parser.add_argument("--passes", type=int, default=1, help="passes over the queries per run")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--side", action="append", default=[], help="LABEL=DIR[:VAR=VALUE,...]; the first is the reference")
+    parser.add_argument(
+        "--side", action="append", default=[], help="LABEL=DIR[:VAR=VALUE,...]; the first is the reference"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -180,7 +182,9 @@ def main() -> int:
             row.append(f"{of_medians:.3f} (paired {statistics.median(paired):.3f})")
         print("| " + " | ".join(row) + " |")
     loads = [value for runs in results.values() for r in runs for value in r["load"]]
-    print(f"load average (1 min) at the runs' starts and ends: {min(loads)}-{max(loads)}, median {statistics.median(loads)}")
+    print(
+        f"load average (1 min) at the runs' starts and ends: {min(loads)}-{max(loads)}, median {statistics.median(loads)}"
+    )
     return 0
 
 
