@@ -44,16 +44,17 @@ from pgrecall.evaluate import _safe_name, document_run, eval_database_name, ir_m
 K = 10
 
 
-def keyword_texts(rows: list[tuple[int, int, int, str, str, int]]) -> list[str]:
-    """What pgrecall's keyword index counts of each chunk (worker.document.Chunk.keyword_text with
-    worker.store's rule: the heading where it differs from the previous chunk's of the document),
-    for rows (id, document id, ordinal, heading, text, fresh_from) ordered by document and ordinal."""
+def keyword_texts(rows: list[tuple[int, int, int, str, str, int | None]]) -> list[str]:
+    """What pgrecall's keyword index counts of each chunk: Chunk.keyword_text, with the heading
+    where it differs from the previous chunk's of the document (worker.store._rows_to_write), for
+    rows (id, document id, ordinal, heading, text, fresh_from) ordered by document and ordinal."""
+    from pgrecall.worker.document import Chunk
+
     texts = []
     previous: tuple[int, str] | None = None
-    for _, document_id, _, heading, text, fresh_from in rows:
-        fresh = text[fresh_from or 0 :]  # NULL: written before 0022, no overlap recorded
-        with_heading = previous is None or previous != (document_id, heading)
-        texts.append(f"{heading}\n\n{fresh}" if with_heading and heading else fresh)
+    for _, document_id, ordinal, heading, text, fresh_from in rows:
+        chunk = Chunk(ordinal, heading, text, token_count=0, fresh_from=fresh_from or 0)  # NULL: before 0022
+        texts.append(chunk.keyword_text(with_heading=previous != (document_id, heading)))
         previous = (document_id, heading)
     return texts
 
