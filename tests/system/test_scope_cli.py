@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 
 import pytest
 
@@ -22,7 +24,13 @@ def _json(result: subprocess.CompletedProcess) -> list:
 
 @pytest.fixture
 def notes(index, tmp_path):
-    index(write_notes(tmp_path / "notes", PROJECT_NOTES))
+    root = write_notes(tmp_path / "notes", PROJECT_NOTES)
+    # A note's own time is its modification time, a memory's its `created`, which is kept to the
+    # second: a memory remembered within the second the notes were written would sort before them.
+    ten_minutes_ago = time.time() - 600
+    for path in root.rglob("*.md"):
+        os.utime(path, (ten_minutes_ago, ten_minutes_ago))
+    index(root)
 
 
 def test_search_flags_scope_rank_and_time(notes, cli_env, tmp_path):
