@@ -189,3 +189,18 @@ def searcher(settings, db_url, embedder):
     searcher = Searcher(db_url, settings, embedder=embedder, pool_size=2)
     yield searcher
     searcher.close()
+
+
+@pytest.fixture
+def memory_folder(tmp_path):
+    """The memory folder of a test's own memory service (empty; a test module may give its own)."""
+    return tmp_path / "memories"
+
+
+@pytest.fixture
+def memories(settings, db_url, memory_folder):
+    """The memory client (pgrecall.worker.memory_service.MemoryClient) on this test's database."""
+    from pgrecall.worker.memory_service import MemoryClient
+
+    with MemoryClient(settings, db_url, memory_folder) as client:
+        yield client

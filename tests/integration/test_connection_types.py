@@ -13,7 +13,12 @@ from psycopg.pq import TransactionStatus
 from pgrecall import database
 
 ROUND_TRIP = "SELECT %s::vector, %s::halfvec, %s::sparsevec, %s::bit(4)"
-VALUES = (np.array([1.5, -2.0, 0.25], dtype=np.float32), HalfVector([1.0, 2.0]), SparseVector({0: 1.0, 4: 3.0}, 6), Bit("1010"))
+VALUES = (
+    np.array([1.5, -2.0, 0.25], dtype=np.float32),
+    HalfVector([1.0, 2.0]),
+    SparseVector({0: 1.0, 4: 3.0}, 6),
+    Bit("1010"),
+)
 
 
 def assert_round_trips(row):

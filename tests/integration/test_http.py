@@ -175,19 +175,6 @@ ORIGINAL = "The zorblax cache expires after 17 minutes because the upstream quot
 UPDATED = "The zorblax cache expires after 5 minutes since the upstream quota became per minute."
 
 
-@pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
-@pytest.fixture
-def memories(settings, db_url, memory_folder):
-    from pgrecall.worker.memory_service import MemoryClient
-
-    with MemoryClient(settings, db_url, memory_folder) as client:
-        yield client
-
-
 def _notes(folder) -> list:
     return sorted(folder.rglob("*.md")) if folder.exists() else []
 

@@ -26,11 +26,6 @@ def notes(folder) -> list:
     return sorted(folder.rglob("*.md")) if folder.exists() else []
 
 
-@pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
 def test_a_near_duplicate_is_refused_unsaved_and_force_saves_it(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:

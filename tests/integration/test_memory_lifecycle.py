@@ -20,11 +20,6 @@ from tests.service import query
 FACT = "Staging runs three replicas since the March outage."
 
 
-@pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
 def run(coroutine):
     return asyncio.run(coroutine)
 

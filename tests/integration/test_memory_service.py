@@ -12,11 +12,6 @@ from pgrecall.worker.memory_service import MemoryNotFound, MemoryService
 from tests.service import query
 
 
-@pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
 def run(coroutine):
     return asyncio.run(coroutine)
 

@@ -18,19 +18,6 @@ from tests.notes import write_notes
 
 
 @pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
-@pytest.fixture
-def memories(settings, db_url, memory_folder):
-    from pgrecall.worker.memory_service import MemoryClient
-
-    with MemoryClient(settings, db_url, memory_folder) as client:
-        yield client
-
-
-@pytest.fixture
 def projects(index, tmp_path):
     index(write_notes(tmp_path / "notes", PROJECT_NOTES))
 

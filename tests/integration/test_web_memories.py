@@ -17,19 +17,6 @@ FACT = "The zorblax cache expires after 17 minutes because the upstream quota re
 
 
 @pytest.fixture
-def memory_folder(tmp_path):
-    return tmp_path / "memories"
-
-
-@pytest.fixture
-def memories(settings, db_url, memory_folder):
-    from pgrecall.worker.memory_service import MemoryClient
-
-    with MemoryClient(settings, db_url, memory_folder) as client:
-        yield client
-
-
-@pytest.fixture
 def client(searcher, memories, memory_folder):
     app = create_app(searcher, memories=Ready(memories), memory_folder=memory_folder)
     return TestClient(app, base_url=SITE, follow_redirects=False)
