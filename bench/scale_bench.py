@@ -10,12 +10,21 @@ Starts from the SciFact index that `pgrecall eval ../shared/data/scifact` built
 DATABASE ... TEMPLATE: the source is only read), migrates the clone, and adds
 perturbed copies of its documents through the real write path
 (store.write_document: COPY, postings, BM25 statistics, HNSW) until the index
-holds about N chunks. A copy drops 15% of the words at random and swaps a few
-neighbours, and its vectors are the original's plus Gaussian noise (sigma
-0.02, renormalised), standing in for the embedding of a near-duplicate
-without paying a million model calls. Copy j of document i is the same text
-and vectors however the index was grown (seeded by (j, i)), and growth
-resumes where the last run stopped, so `--sizes` pays for the 1M build once.
+holds about N chunks, in one of two --growth modes:
+  copies  near-copies (the default): a copy drops 15% of the words at random and swaps
+          a few neighbours, and its vectors are the original's plus Gaussian noise
+          (sigma 0.02, renormalised), standing in for the embedding of a near-duplicate
+          without paying a million model calls. At 1M chunks each abstract has about
+          43 copies, so a query's exact top 10 are copies of one abstract: clusters
+          that say more about the corpus than about the index.
+  mix     no such clusters: each synthetic chunk mixes two different abstracts, its
+          text the first half of one chunk's words and the second half of the other's,
+          its vector the normalised interpolation of theirs (weight 0.35-0.65) plus the
+          same noise. An abstract's mixes each lean towards another partner.
+Document j of growth round i is the same text and vectors however the index was
+grown (seeded by (j, i)), and growth resumes where the last run stopped, so
+`--sizes` pays for the 1M build once. Each mode grows its own clone (--database
+defaults to pgrecall_scale_bench, and pgrecall_scale_bench_mix for mix).
 
 The load runs on --connections concurrent connections with
 synchronous_commit off (the load is the fixture, not what is measured).
@@ -43,6 +52,10 @@ of a search timed apart ("parts": query embedding, each arm's SQL); the cost of
 one document write on the built index (--writes sequential write_document
 calls of a fresh copy each: p50/p95; they stay in the index); sizes on disk.
 --ef-search 40,100,200 adds a sweep of recall and vector latency.
+--hnsw-with m=24,ef_construction=100 builds the HNSW indexes with those storage
+parameters instead of the migrations' (with --hnsw rebuild, also on a clone that needs
+no growth: --reuse then rebuilds the index alone); without it they are built as the
+catalog defined them.
 
 Prints one JSON object per size (--json: nothing else on stdout), and with
 --sizes a growth table after them (on stderr with --json).
@@ -56,6 +69,7 @@ import dataclasses
 import inspect
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -69,7 +83,7 @@ from psycopg import sql
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_scale_bench"
 SIGMA = 0.02
-COPY_PATH = "copy{copy}/{path}"
+GROWTH_PREFIXES = {"copies": "copy", "mix": "mix"}  # a synthetic document's path: <prefix><round>/<path>
 HNSW_MODES = {"maintain": "maintained per write", "rebuild": "rebuilt after load"}
 
 
@@ -106,6 +120,30 @@ def copy_at(position: int, documents: int) -> tuple[int, int]:
     return copy + 1, index
 
 
+def mixed_text(first: str, second: str) -> str:
+    """The first half of `first`'s words and the second half of `second`'s."""
+    head, tail = first.split(), second.split()
+    return " ".join(head[: (len(head) + 1) // 2] + tail[len(tail) // 2 :])
+
+
+def mixed_vectors(
+    vectors: np.ndarray, partner: np.ndarray, rng: np.random.Generator, sigma: float = SIGMA
+) -> np.ndarray:
+    """Unit vectors between each of `vectors` and one of `partner`'s (row i with row i mod
+    len(partner)): a weight in [0.35, 0.65] for each, Gaussian noise added, renormalised."""
+    weights = rng.uniform(0.35, 0.65, (len(vectors), 1))
+    paired = partner[np.arange(len(vectors)) % len(partner)]
+    mixed = weights * vectors + (1 - weights) * paired
+    return noisy(mixed / np.linalg.norm(mixed, axis=1, keepdims=True), rng, sigma)
+
+
+def partner_of(copy: int, index: int, documents: int) -> int:
+    """The other source document that document `index` of round `copy` is mixed with."""
+    if documents < 2:
+        return index
+    return (index + 1 + random.Random(f"partner:{copy}:{index}").randrange(documents - 1)) % documents
+
+
 @dataclasses.dataclass(frozen=True)
 class Source:
     """The original documents (copies are made of these) and their chunks."""
@@ -125,7 +163,7 @@ def load_source(conn: psycopg.Connection) -> Source:
     register_vector(conn)
     rows = conn.execute(
         """SELECT id, source_root, path, kind, title, chunking FROM pgrecall.documents
-           WHERE chunk_count > 0 AND path NOT LIKE 'copy%/%' ORDER BY id"""
+           WHERE chunk_count > 0 AND path !~ '^(copy|mix)[0-9]+/' ORDER BY id"""
     ).fetchall()
     position = {row[0]: i for i, row in enumerate(rows)}
     chunks: list[list[tuple]] = [[] for _ in rows]
@@ -133,26 +171,37 @@ def load_source(conn: psycopg.Connection) -> Source:
     for document_id, ordinal, heading, text, tokens, embedding in conn.execute(
         """SELECT c.document_id, c.ordinal, c.heading, c.text, c.token_count, c.embedding
            FROM pgrecall.chunks c JOIN pgrecall.documents d ON d.id = c.document_id
-           WHERE d.path NOT LIKE 'copy%/%' ORDER BY c.document_id, c.ordinal"""
+           WHERE d.path !~ '^(copy|mix)[0-9]+/' ORDER BY c.document_id, c.ordinal"""
     ):
         chunks[position[document_id]].append((ordinal, heading, text, tokens))
         vectors[position[document_id]].append(embedding.to_numpy())
     return Source([row[1:] for row in rows], chunks, [np.stack(v) for v in vectors])
 
 
-def make_copy(source: Source, copy: int, index: int):
-    """The document, chunks and vectors of copy `copy` of source document `index`."""
+def make_copy(source: Source, copy: int, index: int, growth: str = "copies"):
+    """The document, chunks and vectors of round `copy`'s synthetic document made from source
+    document `index`: a near-copy of it, or (growth "mix") it mixed with another one."""
     from pgrecall.worker.document import Chunk, ParsedDocument
 
     root, path, kind, title, chunking = source.documents[index]
-    rng = random.Random(f"{copy}:{index}")
-    chunks = [Chunk(o, h, perturb(t, rng), n) for o, h, t, n in source.chunks[index]]
-    vectors = noisy(source.vectors[index], np.random.default_rng([copy, index]))
+    if growth == "mix":
+        partner = partner_of(copy, index, len(source.documents))
+        others = source.chunks[partner]
+        chunks = [
+            Chunk(o, h, mixed_text(t, others[o % len(others)][2]), (n + others[o % len(others)][3] + 1) // 2)
+            for o, h, t, n in source.chunks[index]
+        ]
+        vectors = mixed_vectors(source.vectors[index], source.vectors[partner], np.random.default_rng([copy, index]))
+    else:
+        rng = random.Random(f"{copy}:{index}")
+        chunks = [Chunk(o, h, perturb(t, rng), n) for o, h, t, n in source.chunks[index]]
+        vectors = noisy(source.vectors[index], np.random.default_rng([copy, index]))
+    prefix = GROWTH_PREFIXES[growth]
     parsed = ParsedDocument(
-        path=COPY_PATH.format(copy=copy, path=path),
+        path=f"{prefix}{copy}/{path}",
         kind=kind,
         title=title or "",
-        content_hash=f"copy{copy}",
+        content_hash=f"{prefix}{copy}",
         sections=[],
     )
     return root, parsed, chunks, vectors, chunking
@@ -167,10 +216,12 @@ def write_arguments(embedding_space: str | None) -> dict[str, Any]:
     return {}
 
 
-async def write_copy(conn: psycopg.AsyncConnection, source: Source, copy: int, index: int, extra: dict) -> int:
+async def write_copy(
+    conn: psycopg.AsyncConnection, source: Source, copy: int, index: int, extra: dict, growth: str = "copies"
+) -> int:
     from pgrecall.worker import store
 
-    root, parsed, chunks, vectors, chunking = make_copy(source, copy, index)
+    root, parsed, chunks, vectors, chunking = make_copy(source, copy, index, growth)
     await store.write_document(
         conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None, chunking=chunking, **extra
     )
@@ -187,7 +238,9 @@ async def _connect(url: str, fast_commit: bool) -> psycopg.AsyncConnection:
     return conn
 
 
-async def load(url: str, source: Source, jobs: list[tuple[int, int]], connections: int, extra: dict) -> int:
+async def load(
+    url: str, source: Source, jobs: list[tuple[int, int]], connections: int, extra: dict, growth: str = "copies"
+) -> int:
     """Write the copies `jobs` on `connections` concurrent connections; returns the chunks written."""
     queue = iter(jobs)
     written = [0]
@@ -197,7 +250,7 @@ async def load(url: str, source: Source, jobs: list[tuple[int, int]], connection
         conn = await _connect(url, fast_commit=True)
         try:
             for number, (copy, index) in enumerate(queue):
-                chunks = await write_copy(conn, source, copy, index, extra)
+                chunks = await write_copy(conn, source, copy, index, extra, growth)
                 written[0] += chunks
                 if number % step == 0:
                     print(f"  {written[0]} chunks written", file=sys.stderr)
@@ -208,14 +261,16 @@ async def load(url: str, source: Source, jobs: list[tuple[int, int]], connection
     return written[0]
 
 
-async def timed_writes(url: str, source: Source, jobs: list[tuple[int, int]], extra: dict) -> list[float]:
+async def timed_writes(
+    url: str, source: Source, jobs: list[tuple[int, int]], extra: dict, growth: str = "copies"
+) -> list[float]:
     """One write_document at a time on one connection, as the worker writes; ms each."""
     conn = await _connect(url, fast_commit=False)
     timings = []
     try:
         for copy, index in jobs:
             started = time.perf_counter()
-            await write_copy(conn, source, copy, index, extra)
+            await write_copy(conn, source, copy, index, extra, growth)
             timings.append((time.perf_counter() - started) * 1000)
     finally:
         await conn.close()
@@ -250,8 +305,44 @@ def drop_hnsw(conn: psycopg.Connection) -> list[str]:
     return [name for name, _ in found]
 
 
-def restore_hnsw(conn: psycopg.Connection, maintenance_work_mem: str, workers: int) -> float:
-    """Create again every index drop_hnsw dropped; returns the seconds it took."""
+def with_storage(definition: str, storage: str | None) -> str:
+    """A CREATE INDEX ... USING hnsw statement with its storage parameters replaced by `storage`
+    ("m=24,ef_construction=100"); as it was without one."""
+    if not storage:
+        return definition
+    options = ", ".join(f"{name.strip()}='{int(value)}'" for name, value in (o.split("=") for o in storage.split(",")))
+    without = re.sub(r" WITH \([^)]*\)", "", definition)
+    body, where, predicate = without.partition(" WHERE ")
+    return f"{body} WITH ({options}){where}{predicate}"
+
+
+def hnsw_storage(conn: psycopg.Connection) -> list[str]:
+    """The storage parameters (reloptions) of each HNSW index on pgrecall.chunks."""
+    return [
+        ",".join(sorted(options or []))
+        for (options,) in conn.execute(
+            """SELECT c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+               JOIN pg_am a ON a.oid = c.relam
+               WHERE i.indrelid = 'pgrecall.chunks'::regclass AND a.amname = 'hnsw' ORDER BY c.relname"""
+        )
+    ]
+
+
+def needs_rebuild(conn: psycopg.Connection, storage: str | None) -> bool:
+    """Whether an HNSW index on pgrecall.chunks is built with other storage parameters than `storage`."""
+    if not storage:
+        return False
+    wanted = ",".join(
+        sorted(f"{name.strip()}={int(value)}" for name, value in (o.split("=") for o in storage.split(",")))
+    )
+    return any(found != wanted for found in hnsw_storage(conn))
+
+
+def restore_hnsw(
+    conn: psycopg.Connection, maintenance_work_mem: str, workers: int, storage: str | None = None
+) -> float:
+    """Create again every index drop_hnsw dropped (with `storage` parameters where given, see
+    with_storage); returns the seconds it took."""
     with conn.transaction():
         conn.execute(KEEP_TABLE)
     started = time.perf_counter()
@@ -259,7 +350,7 @@ def restore_hnsw(conn: psycopg.Connection, maintenance_work_mem: str, workers: i
         with conn.transaction():
             conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
             conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)", (str(workers),))
-            conn.execute(definition)
+            conn.execute(with_storage(definition, storage))
             conn.execute("DELETE FROM public.scale_bench_dropped_indexes WHERE name = %s", (name,))
     return time.perf_counter() - started
 
@@ -267,8 +358,10 @@ def restore_hnsw(conn: psycopg.Connection, maintenance_work_mem: str, workers: i
 # --- building ----------------------------------------------------------------------
 
 
-def written_copies(conn: psycopg.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM pgrecall.documents WHERE path LIKE 'copy%/%'").fetchone()[0]
+def written_copies(conn: psycopg.Connection, growth: str = "copies") -> int:
+    return conn.execute(
+        "SELECT count(*) FROM pgrecall.documents WHERE path ~ %s", (f"^{GROWTH_PREFIXES[growth]}[0-9]+/",)
+    ).fetchone()[0]
 
 
 def chunk_total(conn: psycopg.Connection) -> int:
@@ -315,20 +408,21 @@ def fold_statistics(url: str) -> str | None:
 def grow(url: str, source: Source, target: int, args: argparse.Namespace, extra: dict) -> dict[str, Any]:
     """Add copies until the index holds about `target` chunks; what it took."""
     with psycopg.connect(url, autocommit=True) as conn:
-        have, position = chunk_total(conn), written_copies(conn)
+        have, position = chunk_total(conn), written_copies(conn, args.growth)
     jobs = list(plan(position, source.chunk_counts, target - have))
     started = time.perf_counter()
     hnsw_seconds = 0.0
     with psycopg.connect(url, autocommit=True) as conn:
-        if args.hnsw == "rebuild" and jobs:
+        if args.hnsw == "rebuild" and (jobs or needs_rebuild(conn, args.hnsw_with)):
             drop_hnsw(conn)
         elif args.hnsw == "maintain":  # an interrupted rebuild-mode load left the index out
-            hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections)
+            hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections, args.hnsw_with)
     load_started = time.perf_counter()
-    written = asyncio.run(load(url, source, jobs, args.connections, extra)) if jobs else 0
+    written = asyncio.run(load(url, source, jobs, args.connections, extra, args.growth)) if jobs else 0
     load_seconds = time.perf_counter() - load_started
     with psycopg.connect(url, autocommit=True) as conn:
-        hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections)
+        hnsw_seconds += restore_hnsw(conn, args.maintenance_work_mem, args.connections, args.hnsw_with)
+        storage = hnsw_storage(conn)
     fold_started = time.perf_counter()
     folded = fold_statistics(url)
     fold_seconds = time.perf_counter() - fold_started
@@ -338,6 +432,8 @@ def grow(url: str, source: Source, target: int, args: argparse.Namespace, extra:
     vacuum_seconds = time.perf_counter() - vacuum_started
     return {
         "hnsw": HNSW_MODES[args.hnsw],
+        "growth": args.growth,
+        "hnsw_storage": storage,
         "chunks_added": written,
         "documents_added": len(jobs),
         "connections": args.connections,
@@ -494,9 +590,9 @@ def measure(url: str, searcher, source: Source, queries: list[str], args: argpar
     result.update(disk_sizes(url))
     if args.writes:
         with psycopg.connect(url) as conn:
-            position = written_copies(conn)
+            position = written_copies(conn, args.growth)
         jobs = [copy_at(position + n, len(source.documents)) for n in range(args.writes)]
-        timings = asyncio.run(timed_writes(url, source, jobs, extra))
+        timings = asyncio.run(timed_writes(url, source, jobs, extra, args.growth))
         result["write_p50_ms"] = round(statistics.median(timings), 1)
         result["write_p95_ms"] = percentiles(timings)["p95_ms"]
         result["writes"] = len(timings)
@@ -539,7 +635,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--writes", type=int, default=50, help="single document writes timed on the built index")
     parser.add_argument("--dataset", default="../shared/data/scifact")
-    parser.add_argument("--database", default=TARGET, help=f"the scaled clone of {SOURCE}")
+    parser.add_argument("--growth", choices=sorted(GROWTH_PREFIXES), default="copies", help="how the index grows")
+    parser.add_argument("--database", help=f"the scaled clone of {SOURCE} ({TARGET}, {TARGET}_mix for --growth mix)")
+    parser.add_argument("--hnsw-with", help="HNSW storage parameters to build with, e.g. m=24,ef_construction=100")
     parser.add_argument("--ef-search", default="", help="ef_search values to sweep, e.g. 40,100,200,400")
     args = parser.parse_args()
 
@@ -551,6 +649,7 @@ def main() -> int:
     configure_logging()
     settings = load_settings()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.chunks]
+    args.database = args.database or (TARGET if args.growth == "copies" else f"{TARGET}_{args.growth}")
     url = prepare(database.database_url(settings), args.reuse, args.database)
     with psycopg.connect(url) as conn:
         source = load_source(conn)
@@ -572,6 +671,7 @@ def main() -> int:
                 ).fetchone()
             built += build["seconds"]
             row = {"chunks": chunks, "documents": documents, "queries": len(queries), "hnsw": build["hnsw"]}
+            row["growth"], row["hnsw_storage"] = args.growth, build["hnsw_storage"]
             row["build_seconds"] = build["seconds"]
             row["build_seconds_this_run"] = round(built, 1)
             row.update(measure(url, searcher, source, queries, args, extra))

@@ -1,5 +1,6 @@
-"""bench/scale_bench.py on a real index: growth with copies, and an HNSW index that comes back
-exactly as the migrations made it, even after an interrupted rebuild."""
+"""bench/scale_bench.py on a real index: growth with copies or mixes, and an HNSW index that comes
+back exactly as the migrations made it (or with the storage parameters asked for), even after an
+interrupted rebuild."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_grow_adds_copies_and_leaves_the_hnsw_index_as_the_migrations_made_it(db
         definitions = scale_bench.hnsw_definitions(conn)
         source = scale_bench.load_source(conn)
     assert definitions and len(source.documents) == 3
-    args = argparse.Namespace(hnsw=mode, connections=2, maintenance_work_mem="64MB")
+    args = argparse.Namespace(hnsw=mode, connections=2, maintenance_work_mem="64MB", growth="copies", hnsw_with=None)
     extra = scale_bench.write_arguments("test-space")
 
     build = scale_bench.grow(db_url, source, 10, args, extra)  # 6 chunks there: 2 copies of 2 chunks
@@ -69,3 +70,33 @@ def test_an_interrupted_rebuild_is_repaired_by_the_next_run(db_url):
         scale_bench.restore_hnsw(conn, "64MB", 1)
         assert scale_bench.hnsw_definitions(conn) == definitions
         assert conn.execute("SELECT count(*) FROM public.scale_bench_dropped_indexes").fetchone()[0] == 0
+
+
+def test_mix_growth_and_a_rebuild_with_other_storage_parameters(db_url):
+    asyncio.run(_write_originals(db_url, "test-space"))
+    with psycopg.connect(db_url) as conn:
+        definitions = scale_bench.hnsw_definitions(conn)
+        source = scale_bench.load_source(conn)
+    args = argparse.Namespace(
+        hnsw="rebuild", connections=2, maintenance_work_mem="64MB", growth="mix", hnsw_with="m=8,ef_construction=32"
+    )
+    build = scale_bench.grow(db_url, source, 10, args, scale_bench.write_arguments("test-space"))
+    assert (build["growth"], build["chunks_added"]) == ("mix", 4)
+    assert build["hnsw_storage"] == ["ef_construction=32,m=8"]
+    with psycopg.connect(db_url) as conn:
+        assert [
+            row[0] for row in conn.execute("SELECT path FROM pgrecall.documents WHERE path ~ '^mix' ORDER BY path")
+        ] == [
+            "mix1/0.md",
+            "mix1/1.md",
+        ]
+        assert scale_bench.written_copies(conn, "mix") == 2 and scale_bench.written_copies(conn, "copies") == 0
+        assert len(scale_bench.load_source(conn).documents) == 3  # the mixes are no source
+        [(name, definition)] = scale_bench.hnsw_definitions(conn)
+        assert name == definitions[0][0] and "WITH (m='8', ef_construction='32')" in definition
+        # Nothing to grow, same parameters: the index is kept as it is.
+        assert not scale_bench.needs_rebuild(conn, "m=8,ef_construction=32")
+        assert scale_bench.needs_rebuild(conn, "m=16")
+    args.hnsw_with = None
+    again = scale_bench.grow(db_url, source, 10, args, scale_bench.write_arguments("test-space"))
+    assert again["chunks_added"] == 0 and again["hnsw_storage"] == ["ef_construction=32,m=8"]
