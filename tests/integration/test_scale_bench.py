@@ -100,3 +100,27 @@ def test_mix_growth_and_a_rebuild_with_other_storage_parameters(db_url):
     args.hnsw_with = None
     again = scale_bench.grow(db_url, source, 10, args, scale_bench.write_arguments("test-space"))
     assert again["chunks_added"] == 0 and again["hnsw_storage"] == ["ef_construction=32,m=8"]
+
+
+def test_write_cost_times_each_statement_and_counts_the_buffers_it_touched(db_url):
+    from tests.support.bench import write_cost
+
+    asyncio.run(_write_originals(db_url, "test-space"))
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        source = scale_bench.load_source(conn)
+        before = write_cost.buffers(conn)
+        wal_before = write_cost.wal_and_checkpoints(conn)
+    write_cost.TimedCursor.names = write_cost.statement_names()
+    jobs = [scale_bench.copy_at(n, len(source.documents)) for n in range(3)]
+    timings, spent = asyncio.run(
+        write_cost.write_pass(db_url, scale_bench, source, jobs, scale_bench.write_arguments("test-space"), "mix")
+    )
+    assert len(timings) == 3 and all(ms > 0 for ms in timings)
+    assert {"insert_chunks", "insert_postings", "upsert_document"} <= set(spent)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        assert scale_bench.written_copies(conn, "mix") == 3
+        after = write_cost.buffers(conn)
+        wal_after = write_cost.wal_and_checkpoints(conn)
+    hnsw = [name for name in after if name.startswith("chunks_embedding_space_")]
+    assert hnsw and sum(after[hnsw[0]]) > sum(before.get(hnsw[0], (0, 0)))  # the graph was read and written
+    assert wal_after[0] > wal_before[0]

@@ -1,4 +1,4 @@
-"""Modules of bench/, loaded by name (bench/ is no package): scale_bench and web_bench."""
+"""Modules of bench/, loaded by name (bench/ is no package): scale_bench, web_bench and write_cost."""
 
 import importlib.util
 import sys
@@ -18,3 +18,4 @@ def _load(name: str):
 
 scale_bench = _load("scale_bench")
 web_bench = _load("web_bench")
+write_cost = _load("write_cost")
