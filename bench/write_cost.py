@@ -74,7 +74,9 @@ def wal_and_checkpoints(conn: psycopg.Connection) -> tuple[int, int, int]:
     return int(wal), int(fpi), int(checkpoints)
 
 
-async def write_pass(url: str, scale_bench, source, jobs, extra: dict, growth: str) -> tuple[list[float], dict]:
+async def write_pass(
+    url: str, scale_bench, source, jobs, extra: dict, growth: str
+) -> tuple[list[float], collections.Counter]:
     from pgrecall.database import configure_connection_async
 
     TimedCursor.spent = collections.Counter()
@@ -89,7 +91,7 @@ async def write_pass(url: str, scale_bench, source, jobs, extra: dict, growth: s
         await conn.execute("SELECT pg_stat_force_next_flush()")
     finally:
         await conn.close()
-    return timings, dict(TimedCursor.spent)
+    return timings, collections.Counter(TimedCursor.spent)
 
 
 def main() -> int:
