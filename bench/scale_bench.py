@@ -305,12 +305,17 @@ def drop_hnsw(conn: psycopg.Connection) -> list[str]:
     return [name for name, _ in found]
 
 
+def storage_parameters(storage: str) -> dict[str, int]:
+    """ "m=24,ef_construction=100" as {"m": 24, "ef_construction": 100}."""
+    return {name.strip(): int(value) for name, value in (option.split("=") for option in storage.split(","))}
+
+
 def with_storage(definition: str, storage: str | None) -> str:
     """A CREATE INDEX ... USING hnsw statement with its storage parameters replaced by `storage`
     ("m=24,ef_construction=100"); as it was without one."""
     if not storage:
         return definition
-    options = ", ".join(f"{name.strip()}='{int(value)}'" for name, value in (o.split("=") for o in storage.split(",")))
+    options = ", ".join(f"{name}='{value}'" for name, value in storage_parameters(storage).items())
     without = re.sub(r" WITH \([^)]*\)", "", definition)
     body, where, predicate = without.partition(" WHERE ")
     return f"{body} WITH ({options}){where}{predicate}"
@@ -332,9 +337,7 @@ def needs_rebuild(conn: psycopg.Connection, storage: str | None) -> bool:
     """Whether an HNSW index on pgrecall.chunks is built with other storage parameters than `storage`."""
     if not storage:
         return False
-    wanted = ",".join(
-        sorted(f"{name.strip()}={int(value)}" for name, value in (o.split("=") for o in storage.split(",")))
-    )
+    wanted = ",".join(sorted(f"{name}={value}" for name, value in storage_parameters(storage).items()))
     return any(found != wanted for found in hnsw_storage(conn))
 
 
