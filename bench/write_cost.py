@@ -27,6 +27,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -103,7 +104,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parent))  # bench/ is no package
     import scale_bench
 
     from pgrecall import database
