@@ -1,7 +1,7 @@
 """What one document write costs on a large index, and where that time goes.
 
     .venv/bin/python bench/write_cost.py [--database pgrecall_scale_bench_mix] [--writes 100]
-        [--passes 2] [--growth mix] [--json]
+        [--passes 2] [--growth mix] [--warm-os-cache] [--json]
 
 Runs on a clone that `bench/scale_bench.py` grew (it is written to: the writes stay in it),
 after its own build and VACUUM ANALYZE. Each pass writes --writes fresh synthetic documents
@@ -16,6 +16,12 @@ worker writes) through the real `store.write_document`, and reports:
   - WAL bytes and full-page images per write (pg_stat_wal), the checkpoints begun during
     the pass (after one, the first change to each page logs the whole page), and the
     server's shared_buffers.
+
+A page not in shared_buffers comes from the OS cache in microseconds or from the disk in far more,
+and PostgreSQL cannot tell which: a pass right after a boot and one after the database was read
+differ several times over. --warm-os-cache reads the database's files once before the passes (the
+server must be on this machine and its data directory readable), so that runs agree; without it
+the figures are those of whatever the OS happens to cache.
 """
 
 from __future__ import annotations
@@ -63,6 +69,29 @@ class TimedCursor(psycopg.AsyncCursor):
             self.spent[key] += time.perf_counter() - started
 
 
+def database_files(conn: psycopg.Connection) -> list[Path]:
+    """The files of the connected database in the server's data directory (its default tablespace)."""
+    (data_directory,) = conn.execute("SHOW data_directory").fetchone()
+    (oid,) = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()
+    folder = Path(data_directory, "base", str(oid))
+    if not folder.is_dir():
+        raise SystemExit(f"--warm-os-cache: cannot read {folder}: the server is not on this machine, or not readable")
+    return sorted(path for path in folder.iterdir() if path.is_file())
+
+
+def warm_os_cache(paths: list[Path], block: int = 1 << 20) -> int:
+    """Read every file once, so the OS caches it; the bytes read (files gone meanwhile are skipped)."""
+    total = 0
+    for path in paths:
+        try:
+            with path.open("rb", buffering=0) as handle:
+                while chunk := handle.read(block):
+                    total += len(chunk)
+        except FileNotFoundError:
+            continue
+    return total
+
+
 def buffers(conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
     conn.execute("SELECT pg_stat_clear_snapshot()")
     return {name: (hits, reads) for name, hits, reads in conn.execute(STATIO_SQL)}
@@ -101,6 +130,7 @@ def main() -> int:
     parser.add_argument("--growth", choices=("copies", "mix"), default="mix")
     parser.add_argument("--writes", type=int, default=100)
     parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--warm-os-cache", action="store_true", help="read the database's files before the passes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -124,6 +154,7 @@ def main() -> int:
         source = scale_bench.load_source(conn)
         chunks = scale_bench.chunk_total(conn)
         shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
+        warmed = warm_os_cache(database_files(conn)) if args.warm_os_cache else 0
     passes = []
     for number in range(args.passes):
         with psycopg.connect(url, autocommit=True) as conn:
@@ -161,7 +192,12 @@ def main() -> int:
                 "checkpoints_during_pass": wal_after[2] - wal_before[2],
             }
         )
-    result: dict[str, Any] = {"database": args.database, "chunks": chunks, "shared_buffers": shared_buffers}
+    result: dict[str, Any] = {
+        "database": args.database,
+        "chunks": chunks,
+        "shared_buffers": shared_buffers,
+        "os_cache_warmed_mb": round(warmed / 2**20) if args.warm_os_cache else None,
+    }
     result["passes"] = passes
     print(json.dumps(result, indent=None if args.json else 2))
     return 0

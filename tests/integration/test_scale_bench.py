@@ -124,3 +124,18 @@ def test_write_cost_times_each_statement_and_counts_the_buffers_it_touched(db_ur
     hnsw = [name for name in after if name.startswith("chunks_embedding_space_")]
     assert hnsw and sum(after[hnsw[0]]) > sum(before.get(hnsw[0], (0, 0)))  # the graph was read and written
     assert wal_after[0] > wal_before[0]
+
+
+def test_write_cost_warms_the_os_cache_with_every_file_of_the_database(db_url):
+    from tests.support.bench import write_cost
+
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        if conn.execute("SELECT inet_server_addr() IS NOT NULL").fetchone()[0]:
+            pytest.skip("the server is reached over TCP: its files may be on another machine")
+        paths = write_cost.database_files(conn)
+        (size,) = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    relation = next(path for path in paths if path.name.isdigit())
+    assert all(path.is_file() for path in paths)
+    read = write_cost.warm_os_cache(paths)
+    # All of the database's own files: the size the server reports, but for what changes meanwhile.
+    assert 0.9 * size <= read <= 1.1 * size and relation.stat().st_size <= read
