@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import re
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from pgrecall import contract, database, status
@@ -94,15 +95,27 @@ class Searcher:
     ):
         """exact_vectors: the vector arm ranks every chunk of the space exactly instead of reading
         the HNSW graph, whose build order (and so recall) may differ between two builds of the
-        same data; `pgrecall eval` searches so, for figures that repeat."""
+        same data; `pgrecall eval` searches so, for figures that repeat.
+
+        pool_size: connections for concurrent searches. From 2 up, a hybrid search runs its keyword
+        arm on a connection of a second pool, as large, while the query is embedded and the vector
+        arm runs on the first: the search takes about the longer of the two instead of their sum.
+        The keyword arms' pool is apart so that a search holding one connection never waits for
+        another from the same pool, which concurrent searches could exhaust. With 1 (a command that
+        runs one search and exits) the arms run in turn on one connection, with no second login."""
         self.settings = settings
         self.exact_vectors = exact_vectors
         self.pool = store.open_pool(url, max_size=pool_size)
+        self.keyword_pool = None
+        self._keyword_threads: ThreadPoolExecutor | None = None
         try:
             with self.pool.connection() as conn, conn.transaction():
                 store.require_index(conn)  # searches never migrate: an index never set up is one line
+            if pool_size >= 2:
+                self.keyword_pool = store.open_pool(url, max_size=pool_size)
+                self._keyword_threads = ThreadPoolExecutor(pool_size, thread_name_prefix="pgrecall-keyword-arm")
         except BaseException:
-            self.pool.close()
+            self.close()
             raise
         # Loaded on the first query that needs vectors: keyword searches never load a model.
         self.embedder = embedder or embedder_for(settings)
@@ -111,6 +124,10 @@ class Searcher:
         self.covered_languages = model_card_languages(model_path) if model_path is not None else None
 
     def close(self) -> None:
+        if self._keyword_threads is not None:
+            self._keyword_threads.shutdown(wait=True)
+        if self.keyword_pool is not None:
+            self.keyword_pool.close()
         self.pool.close()
 
     def __enter__(self) -> Searcher:
@@ -189,6 +206,38 @@ class Searcher:
         variants = [query]
         if request.enrich:
             variants = enrich.query_variants(query, self.embedder.word_pieces)
+        beside: Future[list[RankedList]] | None = None
+        if mode == "hybrid" and self._keyword_threads is not None:
+            beside = self._keyword_threads.submit(self._keyword_lists, request, variants, limit, keyword_depth)
+        try:
+            return self._run(request, variants, limit, keyword_depth, fusion, beside)
+        finally:
+            # A search that failed first never leaves its keyword arm holding a connection behind it.
+            if beside is not None and not beside.cancel():
+                wait([beside])
+
+    def _keyword_lists(
+        self, request: SearchRequest, variants: list[str], limit: int, keyword_depth: int
+    ) -> list[RankedList]:
+        """The keyword arm of every variant, in a read-only transaction on a connection of the keyword pool."""
+        assert self.keyword_pool is not None
+        with self.keyword_pool.connection() as conn, conn.transaction():
+            session = store.ReadSession(conn, request.filters, ef_search=0, vectors=False)
+            return [
+                _ranked("keyword", session.keyword_arm(variant, limit, keyword_depth), _variant_weight(position))
+                for position, variant in enumerate(variants)
+            ]
+
+    def _run(
+        self,
+        request: SearchRequest,
+        variants: list[str],
+        limit: int,
+        keyword_depth: int,
+        fusion: str,
+        beside: Future[list[RankedList]] | None,
+    ) -> list[Hit]:
+        query, k, mode = request.query, request.k, request.mode
         vectors = self.embedder.embed_queries(variants) if mode in ("hybrid", "vector") else None
 
         lists: list[RankedList] = []
@@ -206,14 +255,18 @@ class Searcher:
             # Keyword lists go first: fusion breaks exact ties by first appearance, so
             # lexical evidence wins them (E-4711 against its near-twin E-4712, which a
             # dense model cannot tell apart).
-            for position, variant in enumerate(variants):
-                if mode in ("hybrid", "keyword"):
-                    scored = session.keyword_arm(variant, limit, keyword_depth)
-                    lists.append(_ranked("keyword", scored, _variant_weight(position)))
-            for position in range(len(variants)):
-                if vectors is not None:
-                    scored = session.vector_arm(vectors[position], limit, space=space)
-                    lists.append(_ranked("vector", scored, _variant_weight(position)))
+            vector_lists = [
+                _ranked("vector", session.vector_arm(vectors[position], limit, space=space), _variant_weight(position))
+                for position in range(len(variants) if vectors is not None else 0)
+            ]
+            if beside is not None:
+                lists.extend(beside.result())
+            elif mode in ("hybrid", "keyword"):
+                lists.extend(
+                    _ranked("keyword", session.keyword_arm(variant, limit, keyword_depth), _variant_weight(position))
+                    for position, variant in enumerate(variants)
+                )
+            lists.extend(vector_lists)
             arms = ("vector", "keyword")
             keyword_only = self._keyword_only(session, lists) if mode == "hybrid" else frozenset()
             if fusion == "convex":
