@@ -82,6 +82,14 @@ def _ranked(arm: str, scored: list[tuple[int, float]], weight: float) -> RankedL
     return RankedList(arm, [chunk_id for chunk_id, _ in scored], weight, [score for _, score in scored])
 
 
+def _keyword_arms(session: store.ReadSession, variants: list[str], limit: int, depth: int) -> list[RankedList]:
+    """The keyword arm of each query variant, as lists to fuse."""
+    return [
+        _ranked("keyword", session.keyword_arm(variant, limit, depth), _variant_weight(position))
+        for position, variant in enumerate(variants)
+    ]
+
+
 class Searcher:
     """A pool of read-only connections and the query embedder; safe to share between threads."""
 
@@ -223,10 +231,7 @@ class Searcher:
         assert self.keyword_pool is not None
         with self.keyword_pool.connection() as conn, conn.transaction():
             session = store.ReadSession(conn, request.filters, ef_search=0, vectors=False)
-            return [
-                _ranked("keyword", session.keyword_arm(variant, limit, keyword_depth), _variant_weight(position))
-                for position, variant in enumerate(variants)
-            ]
+            return _keyword_arms(session, variants, limit, keyword_depth)
 
     def _run(
         self,
@@ -262,10 +267,7 @@ class Searcher:
             if beside is not None:
                 lists.extend(beside.result())
             elif mode in ("hybrid", "keyword"):
-                lists.extend(
-                    _ranked("keyword", session.keyword_arm(variant, limit, keyword_depth), _variant_weight(position))
-                    for position, variant in enumerate(variants)
-                )
+                lists.extend(_keyword_arms(session, variants, limit, keyword_depth))
             lists.extend(vector_lists)
             arms = ("vector", "keyword")
             keyword_only = self._keyword_only(session, lists) if mode == "hybrid" else frozenset()
