@@ -18,12 +18,12 @@ import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import class_row, dict_row, scalar_row
+from psycopg.rows import class_row, dict_row, kwargs_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25, database, queries
-from pgrecall.api import spaces
+from pgrecall.api import keyword, spaces
 from pgrecall.contract import FILTER_FIELDS
 from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.terms import identifier_terms
@@ -43,8 +43,8 @@ def _expand(template: str, filtered: bool, chunk_id: str) -> str:
 
 # Two plans per arm: without filters the arms never touch the documents table.
 Q = {
-    (name, filtered): _expand(_RAW[name], filtered, "p.chunk_id" if name == "keyword_arm" else "c.id")
-    for name in ("vector_arm", "vector_arm_exact", "keyword_arm")
+    (name, filtered): _expand(_RAW[name], filtered, "p.chunk_id" if name == "keyword_postings" else "c.id")
+    for name in ("vector_arm", "vector_arm_exact", "keyword_postings")
     for filtered in (False, True)
 }
 
@@ -86,7 +86,7 @@ class IndexedSpace(NamedTuple):
 
 
 class KeywordHit(NamedTuple):
-    """A chunk the keyword arm found (query keyword_arm)."""
+    """A chunk the keyword arm found (query keyword_postings, ranked by pgrecall.api.keyword)."""
 
     chunk_id: int
     score: float  # its document's BM25 score
@@ -286,12 +286,11 @@ class ReadSession:
         with self.conn.cursor(row_factory=class_row(VectorHit)) as cursor:
             return cursor.execute(query, params).fetchall()
 
-    def keyword_arm(
+    def keyword_params(
         self, query: str, limit: int, depth: int, languages: Sequence[str] | None = None
-    ) -> list[KeywordHit]:
-        """The best documents' best chunks, best first. The query is analysed in every language
-        the index holds, or in `languages` (text search configurations) where given."""
-        params = {
+    ) -> dict[str, Any]:
+        """The keyword arm's parameters (the filters', the query's terms, BM25's)."""
+        return {
             **self.params,
             "query": query,
             "identifiers": identifier_terms(query),
@@ -301,8 +300,17 @@ class ReadSession:
             "depth": depth,
             "limit": limit,
         }
-        with self.conn.cursor(row_factory=class_row(KeywordHit)) as cursor:
-            return cursor.execute(Q[("keyword_arm", self.filtered)], params).fetchall()
+
+    def keyword_arm(
+        self, query: str, limit: int, depth: int, languages: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
+        """The best documents' best chunks, best first. The query is analysed in every language
+        the index holds, or in `languages` (text search configurations) where given."""
+        params = self.keyword_params(query, limit, depth, languages)
+        # Binary: the postings' arrays arrive as array_send wrote them, for numpy to read.
+        with self.conn.cursor(binary=True, row_factory=kwargs_row(keyword.TermPostings.from_row)) as cursor:
+            terms = cursor.execute(Q[("keyword_postings", self.filtered)], params).fetchall()
+        return [KeywordHit(chunk, score) for chunk, score in keyword.rank(terms, limit, bm25.K1, bm25.B)]
 
     def fetch(
         self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None, space: SpaceIndex | None = None

@@ -1,14 +1,16 @@
-"""The keyword arm's SQL against that of another revision, side by side on one index.
+"""The keyword arm against that of another revision, side by side on one index.
 
     nice -n 19 .venv/bin/python bench/keyword_bench.py [--dataset ../shared/data/scifact] [--against main]
 
 Reuses the index `pgrecall eval DATASET` built (its own database). Each query runs through this
-tree's keyword arm (pgrecall.api.store.Q) and through the keyword arm of `--against` (its
-sql/queries/search.sql, read with git show), alternately on one connection, in read-only
-transactions as searches run them (k = 10: 100 candidates, depth 1000), `--rounds` times; the
-first round warms both and is not timed. Prints p50/p95 of each and their ratio, checks that
-both give the same lists (scores within 1e-9), and with `--explain` the EXPLAIN (ANALYZE,
-BUFFERS) of each for the first few queries: time per plan node class and buffers.
+tree's keyword arm (ReadSession.keyword_arm: its postings query, then pgrecall.api.keyword's
+ranking) and through the keyword arm of `--against` (one query of its sql/queries/search.sql,
+read with git show: a revision from before the ranking moved to Python), alternately on one
+connection, in read-only transactions as searches run them (k = 10: 100 candidates, depth
+1000), `--rounds` times; the first round warms both and is not timed. Prints p50/p95 of each and
+their ratio, checks that both give the same lists (scores within 1e-9), and with `--explain` the
+EXPLAIN (ANALYZE, BUFFERS) of each one's SQL for the first few queries: time per plan node class
+and buffers.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from pgrecall.terms import identifier_terms
 
 
 def revision_arm(revision: str) -> str:
-    """The keyword arm (unfiltered) of sql/queries/search.sql at `revision`."""
+    """The keyword arm (unfiltered) of sql/queries/search.sql at `revision`, from before its
+    postings were scored in Python (pgrecall.api.keyword): one query that ranks."""
     from pgrecall.api import store
 
     text = subprocess.run(
@@ -41,6 +44,11 @@ def revision_arm(revision: str) -> str:
         cwd=Path(__file__).resolve().parent,
     ).stdout
     raw = queries.parse_named_queries(text)
+    if "keyword_arm" not in raw:
+        raise SystemExit(
+            f"{revision} scores the keyword arm's postings in Python: compare whole searches instead"
+            " (--end-to-end, run by each tree's interpreter)"
+        )
     return store._expand(raw["keyword_arm"], False, "p.chunk_id")
 
 
@@ -135,7 +143,17 @@ def main() -> int:
     settings = load_settings()
     dataset = load_dataset(Path(args.dataset), args.split)
     url = eval_database_url(settings, dataset, fresh=False)
-    arms = {"ours": store.Q[("keyword_arm", False)], args.against: revision_arm(args.against)}
+    theirs_sql = revision_arm(args.against)
+
+    def ours(conn: psycopg.Connection, query: str) -> list:
+        """This tree's arm: its postings query, then pgrecall.api.keyword's ranking."""
+        return store.ReadSession(conn, None, ef_search=0, vectors=False).keyword_arm(query, 100, 1000)
+
+    def theirs(conn: psycopg.Connection, query: str) -> list:
+        return conn.execute(theirs_sql, params(query)).fetchall()
+
+    arms = {"ours": ours, args.against: theirs}
+    explained_sql = {"ours": store.Q[("keyword_postings", False)], args.against: theirs_sql}
     texts = list(dataset.queries.values())
     timings: dict[str, list[float]] = {name: [] for name in arms}
     differing = 0
@@ -151,7 +169,7 @@ def main() -> int:
                 for name in order:
                     with conn.transaction():
                         started = time.perf_counter()
-                        found[name] = conn.execute(arms[name], params(query)).fetchall()
+                        found[name] = arms[name](conn, query)
                         elapsed = (time.perf_counter() - started) * 1000
                     if round_:
                         timings[name].append(elapsed)
@@ -162,7 +180,7 @@ def main() -> int:
                 )
                 differing += round_ == 0 and not same
         explained = {}
-        for name, text in arms.items():
+        for name, text in explained_sql.items():  # ours: its SQL alone
             summaries = []
             for query in texts[: args.explain]:
                 with conn.transaction():

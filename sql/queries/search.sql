@@ -50,26 +50,23 @@ WHERE c.embedding_space_id = {space_id} AND {document_filter}
 ORDER BY (c.embedding::vector({dimensions}) <=> %(embedding)s) + 0, c.id
 LIMIT %(limit)s
 
--- keyword_arm --
--- BM25 over the postings: each query term reads at most %(depth)s entries of
--- its impact-ordered list (equal impacts by chunk id), so a common word costs no
--- more than a rare one. Documents are scored (term frequencies summed over their
--- chunks, document lengths and frequencies), and each scored document
--- contributes its best chunk by chunk-level BM25. Each row: that chunk and its
--- document's BM25 score, the score that orders the list. The statistics are the
--- base rows plus the deltas writers added since the last fold (0013): a few
--- index reads per term. A posting carries its document and both lengths (0014):
--- without a filter the lists are index-only scans and no chunk or document row is read.
--- Languages (0024): the query is analysed with the configuration of every language
--- the index holds (or of %(languages)s where given), and each document is scored
--- with its own language's lexemes against its language's statistics: frequencies,
--- counts and average lengths of that language's documents alone.
--- Cost (issue 24): the statistics are read once per query and everything that depends on a
--- term alone (both idfs, whose (df + 0.5) is numeric arithmetic, and the average lengths) once
--- per term, in query_terms; a posting costs a few float8 operations: no logarithm, no numeric,
--- no join with the statistics. The expressions are those of the reference query
--- (tests/integration/test_keyword_arm.py), only moved: scores are equal to the last bits but
--- for the order sums add in.
+-- keyword_postings --
+-- The keyword arm's postings: for each query term, the first %(depth)s entries of its
+-- impact-ordered list (equal impacts by chunk id), so a common word costs no more than a rare
+-- one, with what its BM25 needs; pgrecall.api.keyword scores them (documents by their terms'
+-- frequencies summed over their chunks, each document's best chunk by chunk-level BM25). The
+-- executor's aggregations took about three quarters of the arm's time when the scoring was
+-- done here (issue 24): the postings leave as binary arrays (array_send) numpy reads at once.
+-- The statistics are the base rows plus the deltas writers added since the last fold (0013):
+-- a few index reads per term. A posting carries its document and both lengths (0014): without
+-- a filter each list is an index-only scan and no chunk or document row is read.
+-- Languages (0024): the query is analysed with the configuration of every language the index
+-- holds (or of %(languages)s where given), and each (language, term) is a row of its own, with
+-- its language's statistics: frequencies, counts and average lengths of that language's
+-- documents alone. A document has one language, so its postings are of that language's rows.
+-- Everything that depends on a term alone (both idfs, whose (df + 0.5) is numeric arithmetic,
+-- and the average lengths) is computed once per term, in query_terms.
+-- tf_chunk_lengths: tf << 32 | chunk length, one array for the two (pgrecall.api.keyword.TF_SHIFT).
 WITH stats AS MATERIALIZED (
     SELECT language,
            chunk_count::float8 AS chunks,
@@ -89,8 +86,8 @@ WITH stats AS MATERIALIZED (
     WHERE chunk_count > 0 AND (%(languages)s::text[] IS NULL OR language = ANY(%(languages)s::text[]))
 ),
 query_terms AS MATERIALIZED (
-    -- One row per (language, term): key numbers it for the grouping by document.
-    SELECT row_number() OVER () AS key, s.language, q.term,
+    -- One row per (language, term).
+    SELECT s.language, q.term,
            ln(1 + (s.chunks - ts.df + 0.5) / (ts.df + 0.5)) AS chunk_idf,
            ln(1 + (s.documents - ts.document_df + 0.5) / (ts.document_df + 0.5)) AS document_idf,
            s.chunk_length, s.document_length
@@ -110,56 +107,26 @@ query_terms AS MATERIALIZED (
         ) d
     ) ts
     WHERE ts.df > 0
-),
-matches AS MATERIALIZED (
-    SELECT q.key, m.chunk_id, m.document_id, m.tf, m.chunk_length, m.document_length
-    FROM query_terms q
-    CROSS JOIN LATERAL (
+)
+SELECT q.chunk_idf, q.document_idf, q.chunk_length AS average_chunk_length,
+       q.document_length AS average_document_length,
+       array_send(m.chunk_ids) AS chunk_ids, array_send(m.document_ids) AS document_ids,
+       array_send(m.document_lengths) AS document_lengths, array_send(m.tf_chunk_lengths) AS tf_chunk_lengths
+FROM query_terms q
+CROSS JOIN LATERAL (
+    SELECT array_agg(p.chunk_id) AS chunk_ids, array_agg(p.document_id) AS document_ids,
+           array_agg(p.document_length) AS document_lengths,
+           array_agg((p.tf::bigint << 32) | p.chunk_length) AS tf_chunk_lengths
+    FROM (
         SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
         FROM pgrecall.postings p
         {filter_joins}
         WHERE p.language = q.language AND p.term = q.term AND {document_filter}
         ORDER BY p.impact DESC, p.chunk_id
         LIMIT %(depth)s
-    ) m
-),
-document_terms AS (
-    -- document_length is the same on all of a document's postings; a document has one language.
-    SELECT document_id, key, sum(tf) AS tf, max(document_length) AS document_length
-    FROM matches
-    GROUP BY document_id, key
-),
-document_scores AS (
-    SELECT t.document_id,
-           sum(q.document_idf * t.tf * (%(k1)s + 1)
-               / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.document_length / q.document_length))) AS score
-    FROM document_terms t
-    JOIN query_terms q ON q.key = t.key
-    GROUP BY t.document_id
-),
-top_documents AS MATERIALIZED (
-    -- Every document that can make the list (ties at the cut too, which the best chunk's id
-    -- orders): only their chunks are scored and sorted, not every matched chunk.
-    SELECT document_id, score FROM document_scores ORDER BY score DESC FETCH FIRST %(limit)s ROWS WITH TIES
-),
-best_chunks AS (
-    SELECT DISTINCT ON (document_id) document_id, chunk_id
-    FROM (
-        SELECT m.chunk_id, m.document_id,
-               sum(q.chunk_idf * m.tf * (%(k1)s + 1)
-                   / (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.chunk_length / q.chunk_length))) AS score
-        FROM matches m
-        JOIN query_terms q ON q.key = m.key
-        WHERE m.document_id IN (SELECT document_id FROM top_documents)
-        GROUP BY m.chunk_id, m.document_id
-    ) c
-    ORDER BY document_id, score DESC, chunk_id
-)
-SELECT b.chunk_id, t.score
-FROM best_chunks b
-JOIN top_documents t ON t.document_id = b.document_id
-ORDER BY t.score DESC, b.chunk_id
-LIMIT %(limit)s
+    ) p
+) m
+WHERE m.chunk_ids IS NOT NULL
 
 -- embedding_spaces --
 -- The distinct embedding spaces of documents with chunks (NULL: not recorded), by a loose

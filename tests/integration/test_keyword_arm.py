@@ -1,4 +1,7 @@
-"""The keyword arm reads its postings alone (0014) and ranks exactly as the query before it.
+"""The keyword arm reads its postings alone (0014) and ranks exactly as the queries before it.
+
+The arm reads each term's postings in SQL and scores them in pgrecall.api.keyword (issue 24);
+the references below scored them in SQL, and are run as they were, with the same parameters.
 
 The reference is the keyword arm as it was before 0014 (kept below, verbatim but for the
 document length's step of 0022): it looked each posting's chunk and document up in their tables. Over a real corpus (SciFact abstracts written
@@ -312,22 +315,24 @@ def _rewrites(abstracts: list[dict]) -> dict[str, str]:
     return notes
 
 
-def _rankings(url: str, queries: list[str], sql: str | None, monkeypatch, languages=(None,)) -> dict:
+def _rankings(url: str, queries: list[str], sql: str | None, languages=(None,)) -> dict:
     """(filter, query) -> the keyword arm's (chunk id, score) list; through the old query where `sql`.
     With `languages`, (filter, languages, query) for each."""
     results = {}
-    with monkeypatch.context() as patch:
-        if sql is not None:
-            sql = sql.replace("%(config)s", "'english'")  # the one configuration of then (0024 passes none)
-            for filtered in (False, True):
-                patch.setitem(read_store.Q, ("keyword_arm", filtered), read_store._expand(sql, filtered, "p.chunk_id"))
-        with psycopg.connect(url) as conn:
-            for filters in FILTERS:
-                for query in queries:
-                    for told in languages:
-                        with conn.transaction():
-                            session = read_store.ReadSession(conn, filters, ef_search=40, vectors=False)
+    if sql is not None:
+        sql = sql.replace("%(config)s", "'english'")  # the one configuration of then (0024 passes none)
+        references = {filtered: read_store._expand(sql, filtered, "p.chunk_id") for filtered in (False, True)}
+    with psycopg.connect(url) as conn:
+        for filters in FILTERS:
+            for query in queries:
+                for told in languages:
+                    with conn.transaction():
+                        session = read_store.ReadSession(conn, filters, ef_search=40, vectors=False)
+                        if sql is None:
                             hits = session.keyword_arm(query, limit=100, depth=1000, languages=told)
+                        else:  # the same parameters, scored by the reference in SQL
+                            params = session.keyword_params(query, limit=100, depth=1000, languages=told)
+                            hits = [tuple(row) for row in conn.execute(references[bool(filters)], params)]
                         if languages == (None,):
                             key = (json.dumps(filters), query)
                         else:
@@ -387,7 +392,7 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         patch.setattr(store, "_unchanged_rows", _no_rows_kept)  # it rewrote every row of an edit
         asyncio.run(_write(empty_db_url, _corpus(abstracts)))
         asyncio.run(_write(empty_db_url, _rewrites(abstracts)))
-    reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch)
+    reference = _rankings(empty_db_url, queries, OLD_KEYWORD_ARM)
 
     with database.connect(empty_db_url) as conn:
         # 0016, 0020, 0021, 0022, 0023 and 0024 add them for real.
@@ -407,7 +412,7 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
         assert migrate(conn, migrations=through_0014) == ["0014_postings_carry_lengths.sql"]
         migrate(conn)  # the later ones: 0024 keys postings and statistics by language, all english here
     assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
-    _assert_same(reference, _rankings(empty_db_url, queries, None, monkeypatch))
+    _assert_same(reference, _rankings(empty_db_url, queries, None))
 
     # Written since 0014 by today's write path: documents rewritten longer again, new ones.
     asyncio.run(_write(empty_db_url, _corpus(abstracts[:60])))
@@ -415,8 +420,8 @@ def test_keyword_ranking_is_unchanged_by_postings_that_carry_lengths(empty_db_ur
     assert rows(empty_db_url, STALE_POSTINGS) == [(0,)]
     assert rows(empty_db_url, "SELECT count(*) FROM pgrecall.postings WHERE document_id IS NULL") == [(0,)]
     _assert_same(
-        _rankings(empty_db_url, queries, OLD_KEYWORD_ARM, monkeypatch),
-        _rankings(empty_db_url, queries, None, monkeypatch),
+        _rankings(empty_db_url, queries, OLD_KEYWORD_ARM),
+        _rankings(empty_db_url, queries, None),
     )
 
 
@@ -452,9 +457,7 @@ async def _write_languages(url: str, notes: dict[str, tuple[str, str]]) -> None:
 
 
 @pytest.mark.slow
-def test_keyword_ranking_in_several_languages_is_that_of_the_per_posting_query(
-    db_url, scifact, germanquad, monkeypatch
-):
+def test_keyword_ranking_in_several_languages_is_that_of_the_per_posting_query(db_url, scifact, germanquad):
     abstracts, english = scifact
     passages, german = germanquad
     notes = {f"{'ab'[i % 2]}/{a['_id']}.md": (_markdown(a), "english") for i, a in enumerate(abstracts[:150])}
@@ -478,8 +481,8 @@ def test_keyword_ranking_in_several_languages_is_that_of_the_per_posting_query(
         "Die Geschichte der Stadt und der Universität",  # stop words, in German
     ]
     told = (None, ["english"], ["german"], ["german", "english", "simple"], ["french"])
-    reference = _rankings(db_url, queries, PER_POSTING_KEYWORD_ARM, monkeypatch, languages=told)
-    rewritten = _rankings(db_url, queries, None, monkeypatch, languages=told)
+    reference = _rankings(db_url, queries, PER_POSTING_KEYWORD_ARM, languages=told)
+    rewritten = _rankings(db_url, queries, None, languages=told)
     _assert_same(reference, rewritten)
     # Each configuration's statistics take part: the languages told change what is found and how.
     for query in (english[0], german[0]):
@@ -503,7 +506,7 @@ def test_a_terms_postings_come_from_the_index_alone(db_url):
             "depth": 1000,
             "limit": 10,
         }
-        plan = conn.execute("EXPLAIN (FORMAT JSON) " + read_store.Q[("keyword_arm", False)], params).fetchone()[0]
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + read_store.Q[("keyword_postings", False)], params).fetchone()[0]
     text = json.dumps(plan)
     assert '"Index Only Scan"' in text and '"postings_term_impact"' in text
     assert '"pgrecall.chunks"' not in text and '"chunks"' not in text

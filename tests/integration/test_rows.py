@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import inspect
 
 import numpy as np
 import pytest
 
 from pgrecall import bm25, database, kinds, queries
+from pgrecall.api import keyword
 from pgrecall.api import store as read_store
 from pgrecall.status import QUEUE
 from pgrecall.worker import service, store
@@ -31,7 +33,9 @@ def _unit(position: int) -> np.ndarray:
     return vector
 
 
-def _fields(record_type: type) -> list[str]:
+def _fields(record_type) -> list[str]:
+    if inspect.isfunction(record_type) or inspect.ismethod(record_type):  # rows built by keyword (kwargs_row)
+        return list(inspect.signature(record_type).parameters)
     if dataclasses.is_dataclass(record_type):
         return [field.name for field in dataclasses.fields(record_type)]
     return list(record_type._fields)  # a NamedTuple
@@ -65,8 +69,8 @@ TYPED_QUERIES = [
     *(
         (
             f"{name}{' filtered' if filtered else ''}",
-            text if name == "keyword_arm" else read_store.vector_arm_query(name, filtered, 1, DIMENSIONS),
-            read_store.KeywordHit if name == "keyword_arm" else read_store.VectorHit,
+            text if name == "keyword_postings" else read_store.vector_arm_query(name, filtered, 1, DIMENSIONS),
+            keyword.TermPostings.from_row if name == "keyword_postings" else read_store.VectorHit,
             None,
         )
         for (name, filtered), text in read_store.Q.items()
@@ -97,7 +101,7 @@ def test_a_documents_query_selects_its_fields_and_the_chunk_count(db_url, name, 
 
 
 def test_every_arm_query_is_checked():
-    assert {name for name, _ in read_store.Q} == {"vector_arm", "vector_arm_exact", "keyword_arm"}
+    assert {name for name, _ in read_store.Q} == {"vector_arm", "vector_arm_exact", "keyword_postings"}
 
 
 MTIME = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
