@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psycopg
 
-from pgrecall import bm25, queries
+from pgrecall import bm25, database, queries
 from pgrecall.evaluate import eval_database_url, load_dataset, percentile
 from pgrecall.terms import identifier_terms
 
@@ -89,6 +89,13 @@ def plan_summary(plan: dict) -> dict:
     }
 
 
+def index_url(settings, dataset, args: argparse.Namespace) -> str:
+    """--database as it is (neither created nor migrated), else the index `pgrecall eval` built."""
+    if args.database:
+        return psycopg.conninfo.make_conninfo(database.database_url(settings), dbname=args.database)
+    return eval_database_url(settings, dataset, fresh=False)
+
+
 def end_to_end(args: argparse.Namespace) -> int:
     import pgrecall
     from pgrecall.api.search import Searcher
@@ -96,7 +103,7 @@ def end_to_end(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     dataset = load_dataset(Path(args.dataset), args.split)
-    url = eval_database_url(settings, dataset, fresh=False)
+    url = index_url(settings, dataset, args)
     texts = list(dataset.queries.values())
     timings: list[float] = []
     with Searcher(url, settings, pool_size=1) as searcher:
@@ -132,6 +139,9 @@ def main() -> int:
         help="instead: time whole keyword searches (Searcher.search, k = 10: session, arm, hits) of the tree "
         "this interpreter imports; run it with another tree's interpreter to compare",
     )
+    parser.add_argument(
+        "--database", help="another index of the server to read, e.g. bench/scale_bench.py's pgrecall_scale_bench_mix"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.end_to_end:
@@ -142,7 +152,7 @@ def main() -> int:
 
     settings = load_settings()
     dataset = load_dataset(Path(args.dataset), args.split)
-    url = eval_database_url(settings, dataset, fresh=False)
+    url = index_url(settings, dataset, args)
     theirs_sql = revision_arm(args.against)
 
     def ours(conn: psycopg.Connection, query: str) -> list:

@@ -51,7 +51,10 @@ arm's recall@10 against exact search at the default ef_search; the parts
 of a search timed apart ("parts": query embedding, each arm's SQL); the cost of
 one document write on the built index (--writes sequential write_document
 calls of a fresh copy each: p50/p95; they stay in the index); sizes on disk.
---ef-search 40,100,200 adds a sweep of recall and vector latency.
+--ef-search 40,100,200 adds a sweep of recall and vector and hybrid latency.
+--pool-size: the measuring Searcher's connections, 4 by default as the servers and the
+Python API search (a hybrid search's two arms side by side); 1 as `pgrecall search`
+runs them (in turn). The JSON says which ("arms").
 --hnsw-with m=24,ef_construction=100 builds the HNSW indexes with those storage
 parameters instead of the migrations' (with --hnsw rebuild, also on a clone that needs
 no growth: --reuse then rebuilds the index alone); without it they are built as the
@@ -572,23 +575,29 @@ def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
 
 def measure(url: str, searcher, source: Source, queries: list[str], args: argparse.Namespace, extra: dict):
     from pgrecall.api.search import Searcher
-    from pgrecall.evaluate import ann_recall
+    from pgrecall.evaluate import ann_recall, exact_neighbours
 
     result: dict[str, Any] = search_latencies(searcher, queries)
     result["parts"] = part_latencies(searcher, queries)
-    result["hnsw_recall@10"] = ann_recall(searcher, queries)
+    exact = exact_neighbours(searcher, queries)  # once: the sweep's settings share the index
+    result["hnsw_recall@10"] = ann_recall(searcher, queries, exact=exact)
     result["ef_search"] = searcher.settings.ef_search
     if args.ef_search:
         sweep = {}
         for ef_search in [int(value) for value in args.ef_search.split(",") if value]:
             swept_settings = dataclasses.replace(searcher.settings, ef_search=ef_search)
-            with Searcher(url, swept_settings, embedder=searcher.embedder, pool_size=1) as swept:
-                vector_ms = []
+            with Searcher(url, swept_settings, embedder=searcher.embedder, pool_size=args.pool_size) as swept:
+                timed: dict[str, list[float]] = {"vector": [], "hybrid": []}
                 for query in queries:
-                    started = time.perf_counter()
-                    swept.search(query, k=10, mode="vector")
-                    vector_ms.append((time.perf_counter() - started) * 1000)
-                sweep[ef_search] = {"hnsw_recall@10": ann_recall(swept, queries), **percentiles(vector_ms)}
+                    for mode, values in timed.items():
+                        started = time.perf_counter()
+                        swept.search(query, k=10, mode=mode)
+                        values.append((time.perf_counter() - started) * 1000)
+                sweep[ef_search] = {
+                    "hnsw_recall@10": ann_recall(swept, queries, exact=exact),
+                    **percentiles(timed["vector"]),
+                    "hybrid": percentiles(timed["hybrid"]),
+                }
         result["ef_search_sweep"] = sweep
     result.update(disk_sizes(url))
     if args.writes:
@@ -636,6 +645,13 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=2, help="concurrent writers during the load")
     parser.add_argument("--maintenance-work-mem", default="4GB", help="for the HNSW rebuild (--hnsw rebuild)")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=4,
+        help="the Searcher's connections: 4 as the servers and the Python API search (a hybrid's arms side by"
+        " side), 1 as `pgrecall search` (in turn)",
+    )
     parser.add_argument("--writes", type=int, default=50, help="single document writes timed on the built index")
     parser.add_argument("--dataset", default="../shared/data/scifact")
     parser.add_argument("--growth", choices=sorted(GROWTH_PREFIXES), default="copies", help="how the index grows")
@@ -660,7 +676,7 @@ def main() -> int:
         queries = [json.loads(line)["text"] for line in lines][: args.queries]
 
     rows, built = [], 0.0
-    with Searcher(url, settings, pool_size=1) as searcher:  # what users search with
+    with Searcher(url, settings, pool_size=args.pool_size) as searcher:
         space = getattr(searcher.embedder, "space", None)
         record_space(url, space)
         extra = write_arguments(space)
@@ -674,6 +690,7 @@ def main() -> int:
                 ).fetchone()
             built += build["seconds"]
             row = {"chunks": chunks, "documents": documents, "queries": len(queries), "hnsw": build["hnsw"]}
+            row["arms"] = "side by side" if args.pool_size >= 2 else "in turn"
             row["growth"], row["hnsw_storage"] = args.growth, build["hnsw_storage"]
             row["build_seconds"] = build["seconds"]
             row["build_seconds_this_run"] = round(built, 1)

@@ -215,20 +215,35 @@ def run_eval(
     return result
 
 
-def ann_recall(searcher, queries: list[str], k: int = 10) -> float:
-    """Mean overlap of the HNSW arm's top k chunks with exact search's top k."""
+def exact_neighbours(searcher, queries: list[str], k: int = 10) -> list[list[int]]:
+    """Each query's exact top k chunks (no HNSW index), the yardstick of ann_recall."""
     from pgrecall.api import store
 
+    vectors = searcher.embedder.embed_queries(queries)
+    with searcher.pool.connection() as conn, conn.transaction():
+        session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
+        space = session.query_space(searcher.embedder.space)
+        return [
+            [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True, space=space)] for vector in vectors
+        ]
+
+
+def ann_recall(searcher, queries: list[str], k: int = 10, exact: list[list[int]] | None = None) -> float:
+    """Mean overlap of the HNSW arm's top k chunks with exact search's top k (`exact`: those of
+    exact_neighbours, computed once for several settings of the same index)."""
+    from pgrecall.api import store
+
+    if exact is None:
+        exact = exact_neighbours(searcher, queries, k)
     vectors = searcher.embedder.embed_queries(queries)
     overlaps = []
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
         space = session.query_space(searcher.embedder.space)
-        for vector in vectors:
+        for vector, nearest in zip(vectors, exact, strict=True):
             approximate = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, space=space)]
-            exact = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True, space=space)]
             # Of the exact top k that exist: an index of fewer than k chunks is not short of recall.
-            overlaps.append(len(set(approximate) & set(exact)) / max(len(exact), 1))
+            overlaps.append(len(set(approximate) & set(nearest)) / max(len(nearest), 1))
     return round(statistics.fmean(overlaps), 4)
 
 
