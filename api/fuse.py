@@ -170,12 +170,20 @@ def _evidence(item: Fused) -> tuple[float, ...]:
     return tuple(float(item.ranks.get(arm) or math.inf) for arm in ("keyword", "vector"))
 
 
-def exact_ties(fused: Sequence[Fused]) -> list[Hashable]:
-    """The candidates that share their fused score and evidence with another: the ones recency orders."""
-    groups: dict[tuple, list[Hashable]] = {}
-    for item in fused:
-        groups.setdefault((item.score, _evidence(item)), []).append(item.id)
-    return [item for group in groups.values() if len(group) > 1 for item in group]
+def exact_ties(fused: Sequence[Fused], within: int | None = None) -> list[Hashable]:
+    """The candidates that share their fused score and evidence with another: the ones recency
+    orders. within: only the groups that reach into the first `within` candidates; a group wholly
+    below them stays below them (its score is at most theirs), so the first `within` do not
+    depend on its order."""
+    groups: dict[tuple, list[tuple[int, Hashable]]] = {}
+    for position, item in enumerate(fused):
+        groups.setdefault((item.score, _evidence(item)), []).append((position, item.id))
+    return [
+        item
+        for group in groups.values()
+        if len(group) > 1 and (within is None or group[0][0] < within)
+        for _, item in group
+    ]
 
 
 def rerank(

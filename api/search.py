@@ -275,8 +275,9 @@ class Searcher:
                 fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms, keyword_only=keyword_only)
             else:
                 fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms, keyword_only=keyword_only)
-            # The project searched from, and recency between exact ties: only what can move reads facts.
-            weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused)
+            # The project searched from, and recency between exact ties: only what can move into
+            # (or within) the k hits reads facts.
+            weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused, within=k)
             if weighed:
                 facts = {chunk_id: Facts(row.project, row.occurred) for chunk_id, row in session.facts(weighed).items()}
                 boost = project_boost(fusion, self.settings.rrf_k)

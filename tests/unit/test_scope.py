@@ -235,6 +235,19 @@ def test_recency_orders_exact_ties_only():
     assert [item.id for item in rerank(fused, facts)] == ["lexical", "new", "old", "newest-but-lower"]
 
 
+def test_only_ties_that_reach_into_the_hits_are_weighed():
+    fused = [
+        Fused("first", 0.9, {}, {"keyword": 0.9}),
+        Fused("tied-a", 0.5, {}, {"keyword": 0.5}),
+        Fused("tied-b", 0.5, {}, {"keyword": 0.5}),
+        Fused("deep-a", 0.2, {}, {"keyword": 0.2}),
+        Fused("deep-b", 0.2, {}, {"keyword": 0.2}),
+    ]
+    assert exact_ties(fused, within=2) == ["tied-a", "tied-b"]  # tied-b is third: its group reaches in
+    assert exact_ties(fused, within=1) == []
+    assert exact_ties(fused) == ["tied-a", "tied-b", "deep-a", "deep-b"]
+
+
 def test_exact_ties_under_rrf_are_equal_ranks():
     fused = reciprocal_rank_fusion([RankedList("vector", ["x"]), RankedList("vector", ["y"])])
     assert set(exact_ties(fused)) == {"x", "y"}
