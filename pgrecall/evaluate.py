@@ -215,35 +215,34 @@ def run_eval(
     return result
 
 
-def exact_neighbours(searcher, queries: list[str], k: int = 10) -> list[list[int]]:
-    """Each query's exact top k chunks (no HNSW index), the yardstick of ann_recall."""
+def _nearest(searcher, vectors, k: int, exact: bool) -> list[list[int]]:
+    """Each vector's top k chunks through the HNSW arm, or exactly."""
     from pgrecall.api import store
 
-    vectors = searcher.embedder.embed_queries(queries)
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
         space = session.query_space(searcher.embedder.space)
         return [
-            [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=True, space=space)] for vector in vectors
+            [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=exact, space=space)] for vector in vectors
         ]
+
+
+def exact_neighbours(searcher, queries: list[str], k: int = 10) -> list[list[int]]:
+    """Each query's exact top k chunks (no HNSW index), the yardstick of ann_recall."""
+    return _nearest(searcher, searcher.embedder.embed_queries(queries), k, exact=True)
 
 
 def ann_recall(searcher, queries: list[str], k: int = 10, exact: list[list[int]] | None = None) -> float:
     """Mean overlap of the HNSW arm's top k chunks with exact search's top k (`exact`: those of
     exact_neighbours, computed once for several settings of the same index)."""
-    from pgrecall.api import store
-
-    if exact is None:
-        exact = exact_neighbours(searcher, queries, k)
     vectors = searcher.embedder.embed_queries(queries)
-    overlaps = []
-    with searcher.pool.connection() as conn, conn.transaction():
-        session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
-        space = session.query_space(searcher.embedder.space)
-        for vector, nearest in zip(vectors, exact, strict=True):
-            approximate = [chunk_id for chunk_id, _ in session.vector_arm(vector, k, space=space)]
-            # Of the exact top k that exist: an index of fewer than k chunks is not short of recall.
-            overlaps.append(len(set(approximate) & set(nearest)) / max(len(nearest), 1))
+    if exact is None:
+        exact = _nearest(searcher, vectors, k, exact=True)
+    approximate = _nearest(searcher, vectors, k, exact=False)
+    # Of the exact top k that exist: an index of fewer than k chunks is not short of recall.
+    overlaps = [
+        len(set(found) & set(nearest)) / max(len(nearest), 1) for found, nearest in zip(approximate, exact, strict=True)
+    ]
     return round(statistics.fmean(overlaps), 4)
 
 
