@@ -154,6 +154,9 @@ class Source:
     documents: list[tuple]  # (root, path, kind, title, chunking)
     chunks: list[list[tuple]]  # per document: (ordinal, heading, text, token_count)
     vectors: list[np.ndarray]  # per document: its chunks' vectors
+    # per document: its language (text search configuration), which its copies are written in;
+    # None: detected by write_document, from the copy's (empty) sections: simple
+    languages: list[str] | None = None
 
     @property
     def chunk_counts(self) -> list[int]:
@@ -165,7 +168,7 @@ def load_source(conn: psycopg.Connection) -> Source:
 
     register_vector(conn)
     rows = conn.execute(
-        """SELECT id, source_root, path, kind, title, chunking FROM pgrecall.documents
+        """SELECT id, source_root, path, kind, title, chunking, language FROM pgrecall.documents
            WHERE chunk_count > 0 AND path !~ '^(copy|mix)[0-9]+/' ORDER BY id"""
     ).fetchall()
     position = {row[0]: i for i, row in enumerate(rows)}
@@ -178,7 +181,7 @@ def load_source(conn: psycopg.Connection) -> Source:
     ):
         chunks[position[document_id]].append((ordinal, heading, text, tokens))
         vectors[position[document_id]].append(embedding.to_numpy())
-    return Source([row[1:] for row in rows], chunks, [np.stack(v) for v in vectors])
+    return Source([row[1:6] for row in rows], chunks, [np.stack(v) for v in vectors], [row[6] for row in rows])
 
 
 def make_copy(source: Source, copy: int, index: int, growth: str = "copies"):
@@ -225,6 +228,8 @@ async def write_copy(
     from pgrecall.worker import store
 
     root, parsed, chunks, vectors, chunking = make_copy(source, copy, index, growth)
+    if source.languages:  # a copy or a mix of two of the corpus's abstracts is in the corpus's language
+        extra = {**extra, "language": source.languages[index]}
     await store.write_document(
         conn, root=root, document=parsed, chunks=chunks, vectors=vectors, info=None, chunking=chunking, **extra
     )

@@ -33,6 +33,7 @@ async def _write_originals(url: str, embedding_space: str | None) -> None:
                 vectors=vectors,
                 info=None,
                 chunking="v1/128",
+                language="german" if n == 1 else "english",
                 **scale_bench.write_arguments(embedding_space),
             )
 
@@ -54,6 +55,17 @@ def test_grow_adds_copies_and_leaves_the_hnsw_index_as_the_migrations_made_it(db
     with psycopg.connect(db_url) as conn:
         paths = [row[0] for row in conn.execute("SELECT path FROM pgrecall.documents ORDER BY path")]
         assert paths == ["0.md", "1.md", "2.md", "copy1/0.md", "copy1/1.md", "copy1/2.md", "copy2/0.md"]
+        # Each copy is written in its source's language (not detected from its empty sections: simple).
+        languages = dict(conn.execute("SELECT path, language FROM pgrecall.documents"))
+        assert {path: languages[path] for path in ("copy1/0.md", "copy1/1.md", "copy2/0.md")} == {
+            "copy1/0.md": "english",
+            "copy1/1.md": "german",
+            "copy2/0.md": "english",
+        }
+        assert conn.execute(
+            "SELECT count(*) FROM pgrecall.postings p JOIN pgrecall.documents d ON d.id = p.document_id"
+            " WHERE d.path = 'copy1/1.md' AND p.language <> 'german'"
+        ).fetchone() == (0,)
         assert scale_bench.chunk_total(conn) == 14
         assert scale_bench.hnsw_definitions(conn) == definitions  # same name, opclass, m, ef_construction
         assert conn.execute("SELECT count(*) FROM public.scale_bench_dropped_indexes").fetchone()[0] == 0
