@@ -135,8 +135,10 @@ def main() -> int:
 
     from pgrecall import database
     from pgrecall.api.search import Searcher
+    from pgrecall.logs import configure_logging
     from pgrecall.settings import load_settings
 
+    configure_logging()  # warnings only, on stderr: stdout is the result
     settings = load_settings()
     dataset = load_dataset(Path(args.dataset), args.split)
     if args.queries:
