@@ -9,6 +9,7 @@ connector) carry none.
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +53,36 @@ def _embedded_server(settings: Settings):
     # A new handle each time (not the package's cached one from get_server), so
     # that a start after a stop in the same process starts the server again.
     server = PostgresServer(pgdata, cleanup_mode=None)
+    # Under the package's own lock for initdb and start (one per user), so that a
+    # first start writes the settings between the two and no other process's initdb runs beside it.
+    with getattr(PostgresServer, "_lock", None) or contextlib.nullcontext():
+        server.ensure_pgdata_inited()
+        write_server_settings(pgdata, settings)
     server.start()
     return server
+
+
+SERVER_SETTINGS_FILE = "pgrecall.conf"
+_INCLUDE_LINE = f"include_if_exists = '{SERVER_SETTINGS_FILE}'"
+
+
+def write_server_settings(pgdata: Path, settings: Settings) -> None:
+    """The embedded server's settings, read at its next start: pgrecall.conf, included by
+    postgresql.conf (ALTER SYSTEM, read after both, still overrides them).
+
+    shared_buffers: PostgreSQL's default 128MB holds 6% of the HNSW graph of a million chunks,
+    so each vector search read about 1,800 of its pages from the OS (issue 24)."""
+    conf = pgdata / "postgresql.conf"
+    text = conf.read_text(encoding="utf-8")
+    if _INCLUDE_LINE not in text.splitlines():
+        with conf.open("a", encoding="utf-8") as appended:
+            appended.write(f"\n# pgrecall's settings for this server, written at each start\n{_INCLUDE_LINE}\n")
+    target = pgdata / SERVER_SETTINGS_FILE
+    wanted = f"# Written by pgrecall at each start of this server (PGRECALL_SHARED_BUFFERS).\nshared_buffers = '{settings.shared_buffers}'\n"
+    if not target.exists() or target.read_text(encoding="utf-8") != wanted:
+        target.write_text(wanted, encoding="utf-8")
+        target.chmod(0o644)  # read by the server's own user where pgrecall runs as root
+    log.debug("embedded_server_settings", shared_buffers=settings.shared_buffers)
 
 
 def running_embedded_url(settings: Settings) -> str | None:
@@ -90,11 +119,39 @@ def start_embedded(settings: Settings) -> str:
     """
     if url := running_embedded_url(settings):
         return url
+    logged = _log_size(pgdata_path(settings))
     try:
         server = _embedded_server(settings)
     except Exception as exc:  # the package raises bare RuntimeError/SubprocessError
-        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {first_line(exc)}") from exc
+        reason = _start_failure(pgdata_path(settings), logged) or first_line(exc)
+        raise DatabaseUnavailable(f"the embedded PostgreSQL did not start: {reason}") from exc
     return ensure_database(server.get_uri(), DATABASE_NAME)
+
+
+_LOG_ENTRY = re.compile(r"\[(\d+)\] (LOG|FATAL|PANIC|HINT|DETAIL):  (.*)$")
+
+
+def _log_size(pgdata: Path) -> int:
+    try:
+        return (pgdata / "log").stat().st_size
+    except OSError:
+        return 0
+
+
+def _start_failure(pgdata: Path, since: int) -> str | None:
+    """What the server logged after byte `since` when it would not start, in one line (the
+    package's error names only pg_ctl): the entries of the process that wrote the last FATAL."""
+    try:
+        with (pgdata / "log").open("rb") as log_file:
+            log_file.seek(since)
+            lines = log_file.read(65536).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    entries = [found.groups() for line in lines if (found := _LOG_ENTRY.search(line))]
+    failed = next((pid for pid, level, _ in reversed(entries) if level in ("FATAL", "PANIC")), None)
+    if failed is None:
+        return None
+    return "; ".join(message.rstrip(".") for pid, _, message in entries if pid == failed)
 
 
 # Held (in the server's maintenance database) while a database is created or dropped.

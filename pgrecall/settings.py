@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ class Setting:
     choices: tuple[str, ...] = ()  # set for settings that take one of a few words
     flag: bool = False  # on or off: true/false (also 1/0, yes/no, on/off)
     path: bool = False  # the value is a file or folder
-    computed: Callable[[], Path] | None = None  # a default found when the environment is read
+    size: bool = False  # a PostgreSQL memory size: digits and kB, MB, GB or TB
+    computed: Callable[[], Any] | None = None  # a default found when the environment is read
     shown: str | None = None  # how --help states a default that is not a plain value
 
     @property
@@ -66,14 +68,36 @@ class Setting:
             raise ConfigurationError(f"{self.variable} must be {' or '.join(self.choices)}, got {raw!r}")
         if self.path:
             return Path(raw).expanduser().resolve()
+        if self.size and not _SIZE.fullmatch(raw):
+            raise ConfigurationError(f"{self.variable} must be a size such as 512MB or 2GB, got {raw!r}")
         return raw
 
+
+# PostgreSQL's memory units are case-sensitive (kB, MB, GB, TB); 8kB is the smallest shared_buffers.
+_SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB|TB)")
 
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
 
 def _user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("pgrecall")).resolve()
+
+
+def _memory_bytes() -> int:
+    """The machine's memory, or the cgroup's limit where a container or service has a smaller one."""
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return physical
+    return min(physical, int(limit)) if limit.isdigit() else physical
+
+
+def _default_shared_buffers() -> str:
+    """An eighth of the memory, between PostgreSQL's 128MB and 4GB: at 1M chunks the HNSW graph
+    alone is about 2GB. The server takes the memory only as pages are read into it."""
+    megabytes = _memory_bytes() // 8 // 2**20
+    return f"{min(max(megabytes, 128), 4096)}MB"
 
 
 def _user_config_file() -> Path:
@@ -192,6 +216,15 @@ SETTINGS: tuple[Setting, ...] = (
         default="en,de",
     ),
     Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=200, minimum=1),
+    Setting(
+        "shared_buffers",
+        "PGRECALL_SHARED_BUFFERS",
+        "the embedded server's shared_buffers, its own page cache, set at each start (512MB, 2GB); memory is "
+        "taken as pages are read, up to this",
+        size=True,
+        computed=_default_shared_buffers,
+        shown="an eighth of the memory, 128MB to 4GB",
+    ),
     Setting(
         "log_format",
         "PGRECALL_LOG_FORMAT",
@@ -341,6 +374,7 @@ class Settings:
     fusion_alpha: float
     languages: str
     ef_search: int
+    shared_buffers: str
     log_format: str | None
     config_file: Path
     reconcile_seconds: int

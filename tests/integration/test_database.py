@@ -62,3 +62,32 @@ def test_ensure_database_is_idempotent_and_fresh_drops(server_url):
         assert conn.execute("SELECT to_regclass('marker')").fetchone()[0] is None
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute("DROP DATABASE pgrecall_ensure_test WITH (FORCE)")
+
+
+def test_the_embedded_server_takes_its_shared_buffers_at_each_start(tmp_path):
+    """PGRECALL_SHARED_BUFFERS reaches the server at its first start and at a later one; a value the
+    server refuses is a one-line DatabaseUnavailable, and the next start with a good one works."""
+    home = str(tmp_path / "home")
+    settings = load_settings({"PGRECALL_HOME": home, "PGRECALL_SHARED_BUFFERS": "160MB"})
+    try:
+        url = database.start_embedded(settings)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
+        database.stop_embedded(settings)
+        again = load_settings({"PGRECALL_HOME": home, "PGRECALL_SHARED_BUFFERS": "192MB"})
+        with psycopg.connect(database.start_embedded(again)) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)
+        database.stop_embedded(again)
+        too_large = load_settings({"PGRECALL_HOME": home, "PGRECALL_SHARED_BUFFERS": "64TB"})
+        with pytest.raises(DatabaseUnavailable) as refused:
+            database.start_embedded(too_large)
+        message = str(refused.value)
+        assert message.startswith('the embedded PostgreSQL did not start: invalid value for parameter "shared_buffers"')
+        assert "\n" not in message
+        with psycopg.connect(database.start_embedded(settings)) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
+            assert conn.execute("SELECT count(*) FROM pg_database WHERE datname = 'pgrecall'").fetchone() == (1,)
+        conf = (database.pgdata_path(settings) / "postgresql.conf").read_text()
+        assert conf.count(database.SERVER_SETTINGS_FILE) == 1  # included once, however many starts
+    finally:
+        database.stop_embedded(settings)

@@ -53,7 +53,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert settings.config_file == tmp_path / "config" / "pgrecall" / "config.toml"
     assert settings.embedded
     # The dataclass has the same defaults: one table drives both.
-    built = Settings(home=Path("/h"), config_file=Path("/c"))
+    built = Settings(home=Path("/h"), config_file=Path("/c"), shared_buffers="128MB")
     assert {name: getattr(built, name) for name in EXPECTED_DEFAULTS} == EXPECTED_DEFAULTS
 
 
@@ -83,6 +83,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_WARM_SOCKET": "off",
         "PGRECALL_LANGUAGES": "de,fr",
         "PGRECALL_EDITOR_COMMAND": "code --goto {path}:{line}",
+        "PGRECALL_SHARED_BUFFERS": "2GB",
     }
     integers = {s.variable: str(s.minimum + 7) for s in INTEGERS}
     settings = load_settings({**env, **integers})
@@ -104,6 +105,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.warm_socket == "off"
     assert settings.languages == "de,fr"
     assert settings.editor_command == "code --goto {path}:{line}"  # split by the API, which refuses a bad one
+    assert settings.shared_buffers == "2GB"
     for setting in INTEGERS:
         assert getattr(settings, setting.field) == setting.minimum + 7, setting.variable
     assert set(env) | set(integers) == {s.variable for s in SETTINGS}  # none left out
@@ -161,6 +163,22 @@ def test_the_duplicate_similarity_is_a_cosine_from_0_to_1(raw, message):
     assert load_settings({"PGRECALL_MEMORY_DUPLICATE_SIMILARITY": "1"}).memory_duplicate_similarity == 1.0
     with pytest.raises(ConfigurationError, match=f"^PGRECALL_MEMORY_DUPLICATE_SIMILARITY {message}"):
         load_settings({"PGRECALL_MEMORY_DUPLICATE_SIMILARITY": raw})
+
+
+def test_shared_buffers_defaults_to_an_eighth_of_the_memory_within_128mb_and_4gb(monkeypatch):
+    from pgrecall import settings as settings_module
+
+    for memory, expected in ((24 * 2**30, "3072MB"), (512 * 2**20, "128MB"), (256 * 2**30, "4096MB")):
+        monkeypatch.setattr(settings_module, "_memory_bytes", lambda memory=memory: memory)
+        assert load_settings({}).shared_buffers == expected
+    assert settings_module._memory_bytes() > 0  # this machine's, read for real
+
+
+@pytest.mark.parametrize("raw", ["lots", "2 GB", "2gb", "0MB", "1.5GB", "2GB\n"])
+def test_a_shared_buffers_that_is_no_postgresql_size_is_refused_in_one_line(raw):
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings({"PGRECALL_SHARED_BUFFERS": raw})
+    assert str(refused.value) == f"PGRECALL_SHARED_BUFFERS must be a size such as 512MB or 2GB, got {raw!r}"
 
 
 def test_an_unknown_fusion_is_refused():
