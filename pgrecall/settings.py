@@ -215,7 +215,7 @@ SETTINGS: tuple[Setting, ...] = (
         "use that language's stemming and stop words, unsure text `simple`; a front-matter lang: overrides",
         default="en,de",
     ),
-    Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=200, minimum=1),
+    Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=400, minimum=1),
     Setting(
         "shared_buffers",
         "PGRECALL_SHARED_BUFFERS",
