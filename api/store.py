@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import class_row, dict_row, kwargs_row, scalar_row
+from psycopg.rows import class_row, dict_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -308,9 +308,10 @@ class ReadSession:
         the index holds, or in `languages` (text search configurations) where given."""
         params = self.keyword_params(query, limit, depth, languages)
         # Binary: the postings' arrays arrive as array_send wrote them, for numpy to read.
-        with self.conn.cursor(binary=True, row_factory=kwargs_row(keyword.TermPostings.from_row)) as cursor:
-            terms = cursor.execute(Q[("keyword_postings", self.filtered)], params).fetchall()
-        return [KeywordHit(chunk, score) for chunk, score in keyword.rank(terms, limit, bm25.K1, bm25.B)]
+        with self.conn.cursor(binary=True, row_factory=class_row(keyword.TermRow)) as cursor:
+            rows = cursor.execute(Q[("keyword_postings", self.filtered)], params).fetchall()
+        postings = keyword.Postings.from_rows(rows)
+        return [KeywordHit(chunk, score) for chunk, score in keyword.rank(postings, limit, bm25.K1, bm25.B)]
 
     def fetch(
         self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None, space: SpaceIndex | None = None

@@ -66,7 +66,10 @@ LIMIT %(limit)s
 -- documents alone. A document has one language, so its postings are of that language's rows.
 -- Everything that depends on a term alone (both idfs, whose (df + 0.5) is numeric arithmetic,
 -- and the average lengths) is computed once per term, in query_terms.
--- tf_chunk_lengths: tf << 32 | chunk length, one array for the two (pgrecall.api.keyword.TF_SHIFT).
+-- lengths: a posting's tf, chunk length and document length in one bigint (pgrecall.api.keyword.unpack):
+-- three arrays instead of four take the arm's SQL about a tenth less time (array_agg's cost is per
+-- value, issue 24). Each is capped to its field, a cap no chunk or document of a real index reaches
+-- (a chunk holds at most its model's few hundred or thousand tokens, a file at most 10 MiB).
 WITH stats AS MATERIALIZED (
     SELECT language,
            chunk_count::float8 AS chunks,
@@ -111,12 +114,12 @@ query_terms AS MATERIALIZED (
 SELECT q.chunk_idf, q.document_idf, q.chunk_length AS average_chunk_length,
        q.document_length AS average_document_length,
        array_send(m.chunk_ids) AS chunk_ids, array_send(m.document_ids) AS document_ids,
-       array_send(m.document_lengths) AS document_lengths, array_send(m.tf_chunk_lengths) AS tf_chunk_lengths
+       array_send(m.lengths) AS lengths
 FROM query_terms q
 CROSS JOIN LATERAL (
     SELECT array_agg(p.chunk_id) AS chunk_ids, array_agg(p.document_id) AS document_ids,
-           array_agg(p.document_length) AS document_lengths,
-           array_agg((p.tf::bigint << 32) | p.chunk_length) AS tf_chunk_lengths
+           array_agg((least(p.tf, 32767)::bigint << 48) | (least(p.chunk_length, 65535)::bigint << 32)
+                     | least(p.document_length, 4294967295)) AS lengths
     FROM (
         SELECT p.chunk_id, p.tf, p.document_id, p.chunk_length, p.document_length
         FROM pgrecall.postings p

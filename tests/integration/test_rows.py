@@ -70,7 +70,7 @@ TYPED_QUERIES = [
         (
             f"{name}{' filtered' if filtered else ''}",
             text if name == "keyword_postings" else read_store.vector_arm_query(name, filtered, 1, DIMENSIONS),
-            keyword.TermPostings.from_row if name == "keyword_postings" else read_store.VectorHit,
+            keyword.TermRow if name == "keyword_postings" else read_store.VectorHit,
             None,
         )
         for (name, filtered), text in read_store.Q.items()

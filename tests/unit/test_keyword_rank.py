@@ -9,6 +9,7 @@ over SciFact and GermanQuAD: tests/integration/test_keyword_arm.py.)
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 from collections import defaultdict
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from pgrecall import bm25
-from pgrecall.api.keyword import TF_SHIFT, TermPostings, int8_array, rank
+from pgrecall.api.keyword import Postings, TermPostings, TermRow, int8_array, pack, rank
 
 K1, B = bm25.K1, bm25.B
 
@@ -99,7 +100,7 @@ def test_postings_rank_as_the_definition_says(seed):
     corpus = _corpus(rng, documents=rng.choice([5, 40, 200]), chunks_per_document=rng.choice([1, 3, 6]))
     terms = [_term(rng, corpus, rng.randint(1, min(300, len(corpus)))) for _ in range(rng.randint(1, 6))]
     for limit in (1, 10, 100):
-        _same(_reference(terms, limit), rank(terms, limit, K1, B))
+        _same(_reference(terms, limit), rank(Postings.of_terms(terms), limit, K1, B))
 
 
 def test_ties_at_the_cut_all_take_part_and_equal_scores_order_by_chunk_id():
@@ -107,7 +108,7 @@ def test_ties_at_the_cut_all_take_part_and_equal_scores_order_by_chunk_id():
     corpus = {chunk: (100 + chunk, 50, 50) for chunk in (31, 7, 19, 3, 42, 11)}
     rng = random.Random(1)
     term = _term(rng, corpus, 6, tfs=(2,))
-    hits = rank([term], 4, K1, B)
+    hits = rank(Postings.of_terms([term]), 4, K1, B)
     assert [chunk for chunk, _ in hits] == [3, 7, 11, 19]
     assert len({score for _, score in hits}) == 1
     _same(_reference([term], 4), hits)
@@ -126,7 +127,7 @@ def test_a_document_scores_its_term_frequencies_summed_over_its_chunks_and_lists
         chunk_lengths=np.array([100.0, 100.0, 100.0]),
         document_lengths=np.array([100.0, 100.0, 100.0]),
     )
-    hits = rank([term], 10, K1, B)
+    hits = rank(Postings.of_terms([term]), 10, K1, B)
     both = 3.0 * 3 * (K1 + 1) / (3 + K1)  # the same summed frequency and length: equal document scores
     assert hits == [(10, pytest.approx(both)), (20, pytest.approx(both))]
 
@@ -134,8 +135,8 @@ def test_a_document_scores_its_term_frequencies_summed_over_its_chunks_and_lists
 def test_no_postings_rank_nothing():
     empty = np.empty(0, dtype=np.int64)
     term = TermPostings(1.0, 1.0, 1.0, 1.0, empty, empty, empty.astype(float), empty.astype(float), empty.astype(float))
-    assert rank([], 10, K1, B) == []
-    assert rank([term], 10, K1, B) == []
+    assert rank(Postings.of_terms([]), 10, K1, B) == []
+    assert rank(Postings.of_terms([term]), 10, K1, B) == []
 
 
 def _array_send(values: list[int]) -> bytes:
@@ -147,17 +148,50 @@ def _array_send(values: list[int]) -> bytes:
 def test_binary_arrays_read_as_their_values_and_tf_travels_beside_the_chunk_length():
     assert int8_array(_array_send([5, -1, 2**40])).tolist() == [5, -1, 2**40]
     assert int8_array(struct.pack(">iii", 0, 0, 20)).tolist() == []  # an empty array has no dimension
-    term = TermPostings.from_row(
-        1.5,
-        2.5,
-        90.0,
-        300.0,
-        chunk_ids=_array_send([7, 8]),
-        document_ids=_array_send([1, 1]),
-        document_lengths=_array_send([250, 250]),
-        tf_chunk_lengths=_array_send([(3 << TF_SHIFT) | 120, (1 << TF_SHIFT) | 130]),
+    rows = [
+        TermRow(
+            1.5,
+            2.5,
+            90.0,
+            300.0,
+            chunk_ids=_array_send([7, 8]),
+            document_ids=_array_send([1, 1]),
+            lengths=_array_send([pack(3, 120, 250), pack(1, 130, 250)]),
+        ),
+        TermRow(
+            0.5,
+            0.75,
+            90.0,
+            300.0,
+            chunk_ids=_array_send([7]),
+            document_ids=_array_send([1]),
+            lengths=_array_send([pack(2, 120, 250)]),
+        ),
+    ]
+    postings = Postings.from_rows(rows)
+    assert postings.tfs.tolist() == [3.0, 1.0, 2.0] and postings.chunk_lengths.tolist() == [120.0, 130.0, 120.0]
+    assert postings.document_lengths.tolist() == [250.0] * 3 and postings.chunk_ids.tolist() == [7, 8, 7]
+    assert postings.terms.tolist() == [0, 0, 1] and postings.document_idfs.tolist() == [2.5, 0.75]
+    assert rank(Postings.from_rows([]), 10, K1, B) == []  # no term of the query is in the index
+    # Each count keeps its own field, at its largest too.
+    largest = Postings.from_rows(
+        [TermRow(1.0, 1.0, 1.0, 1.0, _array_send([1]), _array_send([1]), _array_send([pack(32767, 65535, 2**32 - 1)]))]
     )
-    assert term.tfs.tolist() == [3.0, 1.0] and term.chunk_lengths.tolist() == [120.0, 130.0]
-    assert term.document_lengths.tolist() == [250.0, 250.0] and term.chunk_ids.tolist() == [7, 8]
+    assert (largest.tfs.tolist(), largest.chunk_lengths.tolist(), largest.document_lengths.tolist()) == (
+        [32767.0],
+        [65535.0],
+        [2.0**32 - 1],
+    )
     with pytest.raises(ValueError, match="without nulls"):
         int8_array(struct.pack(">iiiii", 1, 1, 20, 1, 1) + struct.pack(">i", -1))
+
+
+def test_document_ids_too_large_for_one_sort_key_rank_the_same():
+    # Ids near 2**62 leave no room for the term in one int64 key: the two-key sort takes over.
+    rng = random.Random(7)
+    corpus = _corpus(rng, documents=40, chunks_per_document=3)
+    terms = [_term(rng, corpus, 60) for _ in range(4)]
+    shifted = [dataclasses.replace(term, document_ids=term.document_ids + 2**62) for term in terms]
+    expected = _reference(terms, 10)
+    _same(expected, rank(Postings.of_terms(shifted), 10, K1, B))
+    _same(expected, rank(Postings.of_terms(terms), 10, K1, B))
