@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from typing import NamedTuple
 
 DEFAULT_K = 60
 DEFAULT_ALPHA = 0.5  # equal weights for the two arms: chosen by principle, not tuned
@@ -39,8 +40,9 @@ class RankedList:
     scores: Sequence[float] | None = None  # the arm's score of each id (higher is better), for convex fusion
 
 
-@dataclasses.dataclass(frozen=True)
-class Fused:
+class Fused(NamedTuple):
+    """A fused candidate: a named tuple, as fusion makes one for every candidate of every search."""
+
     id: Hashable
     score: float
     ranks: dict[str, int | None]  # best 1-based rank per arm, None where the arm did not find it
@@ -51,16 +53,27 @@ def _arm_names(lists: Sequence[RankedList], arms: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*arms, *(lst.arm for lst in lists)]))
 
 
-def _best_ranks(lists: Sequence[RankedList], arm_names: list[str]) -> dict[Hashable, dict[str, int | None]]:
-    """Each id's best 1-based rank per arm, ids in order of first appearance."""
-    best: dict[Hashable, dict[str, int | None]] = {}
+def _best_ranks(lists: Sequence[RankedList], arm_names: list[str]) -> dict[Hashable, list[int | None]]:
+    """Each id's best 1-based rank per arm (by the arm's place in `arm_names`), ids in order of
+    first appearance. Lists by place rather than dicts by name: fusion runs over every candidate
+    of every search, and these are made into dicts once, for the fused candidates."""
+    place = {arm: at for at, arm in enumerate(arm_names)}
+    best: dict[Hashable, list[int | None]] = {}
     for ranked in lists:
+        arm = place[ranked.arm]
         for rank, item in enumerate(ranked.ids, start=1):
-            item_ranks = best.setdefault(item, dict.fromkeys(arm_names))
-            current = item_ranks.get(ranked.arm)
+            item_ranks = best.get(item)
+            if item_ranks is None:
+                item_ranks = best[item] = [None] * len(arm_names)
+            current = item_ranks[arm]
             if current is None or rank < current:
-                item_ranks[ranked.arm] = rank
+                item_ranks[arm] = rank
     return best
+
+
+def _by_score(scores: dict[Hashable, float]) -> list[Hashable]:
+    """The ids best first; equal scores keep the order of `scores` (first appearance): the sort is stable."""
+    return sorted(scores, key=scores.__getitem__, reverse=True)
 
 
 def reciprocal_rank_fusion(
@@ -76,16 +89,14 @@ def reciprocal_rank_fusion(
     arm_names = _arm_names(lists, arms)
     best = _best_ranks(lists, arm_names)
     scale = len(arm_names) if keyword_only else 1.0
-    scores: dict[Hashable, float] = {}
+    scores: dict[Hashable, float] = dict.fromkeys(best, 0.0)
     for ranked in lists:
         for rank, item in enumerate(ranked.ids, start=1):
             contribution = ranked.weight / (k + rank)
             if item in keyword_only:
                 contribution = contribution * scale if ranked.arm == "keyword" else 0.0
-            scores[item] = scores.get(item, 0.0) + contribution
-    order = {item: position for position, item in enumerate(scores)}
-    fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
-    return [Fused(item, scores[item], best[item]) for item in fused]
+            scores[item] += contribution
+    return [Fused(item, scores[item], dict(zip(arm_names, best[item], strict=True))) for item in _by_score(scores)]
 
 
 def min_max(scores: Sequence[float]) -> list[float]:
@@ -114,27 +125,39 @@ def convex_fusion(
     if unknown:
         raise ValueError(f"convex fusion fuses the arms {', '.join(ARMS)}, not {sorted(unknown)}")
     best = _best_ranks(lists, arm_names)
-    per_arm: dict[Hashable, dict[str, float | None]] = {item: dict.fromkeys(arm_names) for item in best}
+    place = {arm: at for at, arm in enumerate(arm_names)}
+    per_arm: dict[Hashable, list[float | None]] = {item: [None] * len(arm_names) for item in best}
     for ranked in lists:
         if ranked.scores is None or len(ranked.scores) != len(ranked.ids):
             raise ValueError(f"convex fusion needs a score for every id of the {ranked.arm} list")
+        arm, weight = place[ranked.arm], ranked.weight
         for item, normalised in zip(ranked.ids, min_max(ranked.scores), strict=True):
-            value = ranked.weight * normalised
-            current = per_arm[item][ranked.arm]
+            value = weight * normalised
+            item_scores = per_arm[item]
+            current = item_scores[arm]
             if current is None or value > current:
-                per_arm[item][ranked.arm] = value
-    weights = {"vector": alpha, "keyword": 1.0 - alpha}
-    keyword_alone = {"vector": 0.0, "keyword": 1.0}
+                item_scores[arm] = value
+    weights = [{"vector": alpha, "keyword": 1.0 - alpha}[arm] for arm in arm_names]
+    keyword_alone = [{"vector": 0.0, "keyword": 1.0}[arm] for arm in arm_names]
+    # The arms' terms added in the arms' order (at most two arms: a + b is what sum() gives too).
     scores = {
         item: sum(
-            (keyword_alone if item in keyword_only else weights)[arm] * (value or 0.0)
-            for arm, value in arm_scores.items()
+            [
+                w * (value or 0.0)
+                for w, value in zip(keyword_alone if item in keyword_only else weights, values, strict=True)
+            ]
         )
-        for item, arm_scores in per_arm.items()
+        for item, values in per_arm.items()
     }
-    order = {item: position for position, item in enumerate(best)}
-    fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
-    return [Fused(item, scores[item], best[item], per_arm[item]) for item in fused]
+    return [
+        Fused(
+            item,
+            scores[item],
+            dict(zip(arm_names, best[item], strict=True)),
+            dict(zip(arm_names, per_arm[item], strict=True)),
+        )
+        for item in _by_score(scores)
+    ]
 
 
 # --- After fusion: the project searched from, then recency between exact ties ----------------------
@@ -175,9 +198,12 @@ def exact_ties(fused: Sequence[Fused], within: int | None = None) -> list[Hashab
     orders. within: only the groups that reach into the first `within` candidates; a group wholly
     below them stays below them (its score is at most theirs), so the first `within` do not
     depend on its order."""
+    # Only a score among the first `within` can make a group that reaches into them.
+    reaching = None if within is None else {item.score for item in fused[:within]}
     groups: dict[tuple, list[tuple[int, Hashable]]] = {}
     for position, item in enumerate(fused):
-        groups.setdefault((item.score, _evidence(item)), []).append((position, item.id))
+        if reaching is None or item.score in reaching:
+            groups.setdefault((item.score, _evidence(item)), []).append((position, item.id))
     return [
         item
         for group in groups.values()
@@ -202,7 +228,7 @@ def rerank(
         fact = facts.get(item.id)
         if project is None or fact is None or fact.project != project:
             return item
-        return dataclasses.replace(item, score=item.score * (1.0 + boost))
+        return item._replace(score=item.score * (1.0 + boost))
 
     def newest_first(item: Fused) -> float:
         fact = facts.get(item.id)
