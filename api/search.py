@@ -227,9 +227,9 @@ class Searcher:
     def _keyword_lists(
         self, request: SearchRequest, variants: list[str], limit: int, keyword_depth: int
     ) -> list[RankedList]:
-        """The keyword arm of every variant, in a read-only transaction on a connection of the keyword pool."""
+        """The keyword arm of every variant, read-only, on a connection of the keyword pool (store.statements)."""
         assert self.keyword_pool is not None
-        with self.keyword_pool.connection() as conn, conn.transaction():
+        with self.keyword_pool.connection() as conn, store.statements(conn):
             session = store.ReadSession(conn, request.filters, ef_search=0, vectors=False)
             return _keyword_arms(session, variants, limit, keyword_depth)
 
@@ -246,7 +246,8 @@ class Searcher:
         vectors = self.embedder.embed_queries(variants) if mode in ("hybrid", "vector") else None
 
         lists: list[RankedList] = []
-        with self.pool.connection() as conn, conn.transaction():
+        # A keyword search sets no HNSW settings, which are a transaction's: its statements need none.
+        with self.pool.connection() as conn, conn.transaction() if vectors is not None else store.statements(conn):
             session = store.ReadSession(
                 conn,
                 request.filters,

@@ -7,11 +7,12 @@ fields (tests/test_rows.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -146,13 +147,29 @@ def recent(
 
 
 def _configure_read_only(conn: psycopg.Connection) -> None:
-    """Every transaction read-only and, where the migration could create it, as the reader role."""
+    """Every transaction read-only, those psycopg begins (BEGIN READ ONLY) and those a statement
+    outside one makes (`statements`), and, where the migration could create it, as the reader role."""
     conn.read_only = True
     database.configure_connection(conn)
     row = conn.execute(_RAW["reader_role_available"]).fetchone()
     if row and row[0]:
         conn.execute("SET ROLE pgrecall_reader")
+    conn.execute("SET default_transaction_read_only = on")
     conn.commit()
+
+
+@contextlib.contextmanager
+def statements(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """`conn` (of a pool of open_pool) for statements each in a transaction of its own: no BEGIN and
+    no COMMIT, two round trips of the four a keyword search took. Reads that need no one snapshot
+    (under READ COMMITTED each statement takes its own anyway) and set nothing for a transaction
+    (the vector arm's HNSW settings are its transaction's) run so. Read-only all the same: the pool's
+    connections default every transaction to read-only."""
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        conn.autocommit = False
 
 
 def check_url(url: str) -> None:
