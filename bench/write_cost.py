@@ -5,8 +5,9 @@
 
 Runs on a clone that `bench/scale_bench.py` grew (it is written to: the writes stay in it),
 after its own build and VACUUM ANALYZE. Each pass writes --writes fresh synthetic documents
-(the next ones scale_bench would write, on one connection, synchronous_commit on, as the
-worker writes) through the real `store.write_document`, and reports:
+(the next ones scale_bench would write, on one connection, as the worker writes: the commit
+does not wait for the WAL flush, index.sql's commit_without_flush) through the real
+`store.write_document`, and reports:
   - the write's p50/p95 (ms) and each pass's own, so passes can be compared;
   - each statement's share: the time of every statement of write_document, by its name
     in sql/queries/index.sql (client side, on a local socket), summed over the pass;
@@ -22,6 +23,10 @@ and PostgreSQL cannot tell which: a pass right after a boot and one after the da
 differ several times over. --warm-os-cache reads the database's files once before the passes (the
 server must be on this machine and its data directory readable), so that runs agree; without it
 the figures are those of whatever the OS happens to cache.
+
+--compare-commit: the passes take turns (ABBA) between the commit as the worker makes it and
+one that waits for the WAL flush (synchronous_commit on, as writes committed before), and the
+JSON ends with each kind's p50/p95 over its passes and their ratio: measured in one run.
 """
 
 from __future__ import annotations
@@ -131,6 +136,9 @@ def main() -> int:
     parser.add_argument("--writes", type=int, default=100)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--warm-os-cache", action="store_true", help="read the database's files before the passes")
+    parser.add_argument(
+        "--compare-commit", action="store_true", help="alternate passes with a commit that waits for the flush"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -140,6 +148,7 @@ def main() -> int:
     from pgrecall import database
     from pgrecall.logs import configure_logging
     from pgrecall.settings import load_settings
+    from pgrecall.worker import store
 
     configure_logging()
     settings = load_settings()
@@ -156,12 +165,18 @@ def main() -> int:
         shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
         warmed = warm_os_cache(database_files(conn)) if args.warm_os_cache else 0
     passes = []
+    commit_as_written = store.Q["commit_without_flush"]
+    by_commit: dict[str, list[float]] = {}
     for number in range(args.passes):
+        waits = args.compare_commit and number % 4 in (1, 2)
+        commit = "waits for the flush" if waits else "as the worker commits"
+        store.Q["commit_without_flush"] = "SET LOCAL synchronous_commit = on" if waits else commit_as_written
         with psycopg.connect(url, autocommit=True) as conn:
             position = scale_bench.written_copies(conn, args.growth)
             before, wal_before = buffers(conn), wal_and_checkpoints(conn)
         jobs = [scale_bench.copy_at(position + n, len(source.documents)) for n in range(args.writes)]
         timings, spent = asyncio.run(write_pass(url, scale_bench, source, jobs, extra, args.growth))
+        by_commit.setdefault(commit, []).extend(timings)
         time.sleep(0.6)  # the writer's statistics reach the shared counters
         with psycopg.connect(url, autocommit=True) as conn:
             after, wal_after = buffers(conn), wal_and_checkpoints(conn)
@@ -177,6 +192,7 @@ def main() -> int:
         passes.append(
             {
                 "pass": number + 1,
+                "commit": commit,
                 "writes": len(timings),
                 "p50_ms": round(statistics.median(timings), 1),
                 "p95_ms": round(percentile(timings, 95), 1),
@@ -199,6 +215,13 @@ def main() -> int:
         "os_cache_warmed_mb": round(warmed / 2**20) if args.warm_os_cache else None,
     }
     result["passes"] = passes
+    result["by_commit"] = {
+        commit: {"writes": len(ms), "p50_ms": round(statistics.median(ms), 1), "p95_ms": round(percentile(ms, 95), 1)}
+        for commit, ms in by_commit.items()
+    }
+    if len(by_commit) == 2:
+        ours, waiting = by_commit["as the worker commits"], by_commit["waits for the flush"]
+        result["p50_ratio_worker_to_waiting"] = round(statistics.median(ours) / statistics.median(waiting), 3)
     print(json.dumps(result, indent=None if args.json else 2))
     return 0
 

@@ -237,12 +237,16 @@ async def write_document(
     A chunk the document already holds with an equal write key (write_key: its text, heading,
     keyword text, language and vector) keeps its row, moved to its new ordinal: no new HNSW
     entry, no new postings; only the other chunks are staged and inserted. The rows end as a from-scratch write leaves them but for ids and the kept
-    postings' impacts (computed with the corpus' average length when they were written)."""
+    postings' impacts (computed with the corpus' average length when they were written).
+
+    The commit does not wait for the disk (index.sql, commit_without_flush): the job that called
+    this completes in a transaction that does."""
     if language is None:
         language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
+        await conn.execute(Q["commit_without_flush"])
         space_id = None
-        if chunks:  # first in the transaction, before any lock on the chunks (0023)
+        if chunks:  # before any lock on the chunks (0023)
             space_id = await _embedding_space_id(conn, embedding_space, vectors)
         document_id = await _upsert(
             conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None

@@ -151,6 +151,15 @@ FROM pgrecall.documents d
 WHERE d.id = %(document_id)s AND p.chunk_id = ANY(%(kept)s::bigint[])
   AND p.document_length <> pgrecall.document_length_step(d.term_count)
 
+-- commit_without_flush --
+-- A document write commits without waiting for its WAL to reach the disk (the WAL writer flushes
+-- it within a few hundred milliseconds): what is written is derived from a file that stays, and
+-- the queue's job completes only after it, in a transaction that does wait, and whose flush takes
+-- every earlier record with it. A crash can lose only writes whose jobs did not complete: those run
+-- again (stalled jobs), and the folders are reconciled at every start. PostgreSQL keeps such a
+-- commit atomic and in order; only the last ones may be missing after a crash.
+SET LOCAL synchronous_commit = off
+
 -- embedding_space_id --
 -- The space's id, the space (and its HNSW index) added first when it is new (0023). The first
 -- statement of a write's transaction: see pgrecall.embedding_space_id.
