@@ -162,7 +162,7 @@ SET LOCAL synchronous_commit = off
 
 -- embedding_space_id --
 -- The space's id, the space (and its HNSW index) added first when it is new (0023). The first
--- statement of a write's transaction: see pgrecall.embedding_space_id.
+-- statement of a write's transaction that takes a lock: see pgrecall.embedding_space_id.
 SELECT pgrecall.embedding_space_id(%(space)s::text, %(dimensions)s::integer)
 
 -- create_staging --
