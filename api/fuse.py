@@ -139,7 +139,7 @@ def convex_fusion(
                 item_scores[arm] = value
     weights = [{"vector": alpha, "keyword": 1.0 - alpha}[arm] for arm in arm_names]
     keyword_alone = [{"vector": 0.0, "keyword": 1.0}[arm] for arm in arm_names]
-    # The arms' terms added in the arms' order (at most two arms: a + b is what sum() gives too).
+    # sum() of the arms' terms in the arms' order, as fusion always added them: the same bits as before.
     scores = {
         item: sum(
             [
