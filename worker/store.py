@@ -216,6 +216,29 @@ async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, af
     return bool(changed) or bool(totals)
 
 
+async def _record_statistics(conn: psycopg.AsyncConnection, document_id: int, before: Statistics) -> bool:
+    """Record what the document's write changed in the statistics, `before` being what the
+    document contributed before it (index.sql, record_document_statistics); True if anything."""
+    terms = sorted(before.terms)
+    totals = sorted(before.totals)
+    cursor = await conn.execute(
+        Q["record_document_statistics"],
+        {
+            "document_id": document_id,
+            "languages": [language for language, _ in terms],
+            "terms": [term for _, term in terms],
+            "chunks": [before.terms[key][0] for key in terms],
+            "documents": [before.terms[key][1] for key in terms],
+            "total_languages": totals,
+            "total_chunks": [before.totals[language][0] for language in totals],
+            "total_lexemes": [before.totals[language][1] for language in totals],
+            "total_documents": [before.totals[language][2] for language in totals],
+        },
+    )
+    (recorded,) = await cursor.fetchone()
+    return recorded > 0
+
+
 async def write_document(
     conn: psycopg.AsyncConnection,
     *,
@@ -252,10 +275,11 @@ async def write_document(
             conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None
         )
         # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
-        # ours alone), so this later statement reads the chunks no other writer can change.
-        before = await _statistics_of(conn, [document_id])
+        # ours alone), so the statements after it read chunks no other writer can change.
+        old = await _chunk_keys(conn, document_id)
+        # A document without chunks has no postings: nothing of it in the statistics yet.
+        before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
         rows = _rows_to_write(chunks, vectors, language, space_id)
-        old = await _chunk_keys(conn, document_id) if chunks else []
         kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
         kept_ids = [row.id for row in kept.values()]
         await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
@@ -284,8 +308,7 @@ async def write_document(
         step_moved = await cursor.fetchone()
         if kept_ids and step_moved and step_moved[0]:
             await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
-        after = await _statistics_of(conn, [document_id])
-        moved = await _move_statistics(conn, before, after)
+        moved = await _record_statistics(conn, document_id, before)
     if moved:
         await statistics.after_write(conn)
     return document_id
