@@ -13,13 +13,14 @@ from pathlib import Path
 
 import procrastinate
 import procrastinate.worker
+import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import database
 from pgrecall.errors import InvalidInput, first_line
 from pgrecall.settings import Settings
-from pgrecall.worker import reconcile, recovery, scan, store, tasks
+from pgrecall.worker import reconcile, recovery, scan, statistics, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
 
 log = structlog.get_logger("pgrecall.index")
@@ -156,6 +157,7 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             summary.embed_calls = indexer.batcher.calls
             summary.embed_seconds = indexer.batcher.busy_seconds
             async with pool.connection() as conn:
+                await _fold_statistics(conn)
                 for root_text, present in presence.items():
                     missing = await recovery.unaccounted_files(conn, root_text, present)
                     still_there = await asyncio.to_thread(_still_there, root_text, missing)
@@ -166,6 +168,17 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             if pool is not None:
                 await pool.close()
     return summary
+
+
+async def _fold_statistics(conn) -> None:
+    """Fold what the run's writers left of the BM25 statistics' deltas, as a service's timer does
+    within seconds: a run without a service would leave up to FOLD_EVERY transactions' deltas
+    that every keyword search sums (on SciFact 17,570 term rows, 0.1 ms of each search).
+    A failure costs only that: the next fold takes them."""
+    try:
+        await statistics.fold(conn)
+    except psycopg.Error as exc:
+        log.warning("statistics_fold_failed", error=first_line(exc))
 
 
 def _load_quietly(embedder) -> None:

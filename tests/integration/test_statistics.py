@@ -240,3 +240,18 @@ def test_a_writer_folds_every_fold_every_writes(db_url, monkeypatch):
         db_url, "SELECT chunk_count > 0, document_count FROM pgrecall.corpus_stats WHERE language = 'english'"
     ) == [(True, 3)]
     assert_statistics_consistent(db_url)
+
+
+def test_an_index_run_folds_what_its_writers_left(settings, db_url, tmp_path, no_automatic_fold):
+    """`pgrecall index` without a service: nobody's timer would fold the last writes' deltas,
+    which every keyword search would sum until the next run."""
+    from pgrecall.worker.run import run_index
+    from tests.notes import write_notes
+
+    root = write_notes(tmp_path / "notes", {f"n{i}.md": f"# Note {i}\n\n{COMMON} word{i}" for i in range(4)})
+    summary = asyncio.run(run_index(settings, db_url, [str(root)]))
+    assert summary.statuses == {"indexed": 4}
+    assert rows(db_url, "SELECT count(*) FROM pgrecall.term_stat_deltas") == [(0,)]
+    assert rows(db_url, "SELECT count(*) FROM pgrecall.corpus_stat_deltas") == [(0,)]
+    assert rows(db_url, "SELECT sum(document_count) FROM pgrecall.corpus_stats") == [(4,)]
+    assert_statistics_consistent(db_url)
