@@ -173,10 +173,11 @@ NO_STATISTICS = Statistics({})
 
 
 async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> Statistics:
-    cursor = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
-    terms = {(language, term): (chunks, documents) for language, term, chunks, documents in await cursor.fetchall()}
-    cursor = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
-    totals = {language: tuple(counts) for language, *counts in await cursor.fetchall()}
+    # Both sent before either is read: in a pipeline (write_document) one round trip.
+    term_rows = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
+    total_rows = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
+    terms = {(language, term): (chunks, documents) for language, term, chunks, documents in await term_rows.fetchall()}
+    totals = {language: tuple(counts) for language, *counts in await total_rows.fetchall()}
     return Statistics(terms, totals)
 
 
@@ -216,9 +217,12 @@ async def _move_statistics(conn: psycopg.AsyncConnection, before: Statistics, af
     return bool(changed) or bool(totals)
 
 
-async def _record_statistics(conn: psycopg.AsyncConnection, document_id: int, before: Statistics) -> bool:
+async def _record_statistics(
+    conn: psycopg.AsyncConnection, document_id: int, before: Statistics
+) -> psycopg.AsyncCursor:
     """Record what the document's write changed in the statistics, `before` being what the
-    document contributed before it (index.sql, record_document_statistics); True if anything."""
+    document contributed before it (index.sql, record_document_statistics). Its one row, read
+    when the caller needs it: how many delta rows were recorded."""
     terms = sorted(before.terms)
     totals = sorted(before.totals)
     cursor = await conn.execute(
@@ -235,8 +239,7 @@ async def _record_statistics(conn: psycopg.AsyncConnection, document_id: int, be
             "total_documents": [before.totals[language][2] for language in totals],
         },
     )
-    (recorded,) = await cursor.fetchone()
-    return recorded > 0
+    return cursor
 
 
 async def write_document(
@@ -267,28 +270,45 @@ async def write_document(
     if language is None:
         language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
-        await conn.execute(Q["commit_without_flush"])
-        space_id = None
-        if chunks:  # before any lock on the chunks (0023)
-            space_id = await _embedding_space_id(conn, embedding_space, vectors)
-        document_id = await _upsert(
-            conn, root, document, len(chunks), info, parent_id, chunking, embedding_space, language if chunks else None
-        )
-        # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
-        # ours alone), so the statements after it read chunks no other writer can change.
-        old = await _chunk_keys(conn, document_id)
-        # A document without chunks has no postings: nothing of it in the statistics yet.
-        before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
-        rows = _rows_to_write(chunks, vectors, language, space_id)
-        kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
-        kept_ids = [row.id for row in kept.values()]
-        await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
-        if chunks:
-            await _place_kept(conn, document_id, {ordinal: (row.id, row.ordinal) for ordinal, row in kept.items()})
-            await _label_kept(conn, kept, {row.chunk.ordinal: row.chunk for row in rows})
+        # Statements go in pipelines (psycopg's pipeline mode): those sent before a result is
+        # read travel together and share one round trip, 6 a write of a new document instead of
+        # 12. COPY cannot be in a pipeline. The server runs them in the order sent; an error
+        # surfaces at the next read and rolls the transaction back as before.
+        async with conn.pipeline():
+            await conn.execute(Q["commit_without_flush"])
+            # The space first: before any lock on the chunks (0023).
+            space = await _send_embedding_space_id(conn, embedding_space, vectors) if chunks else None
+            document_id = await _upsert(
+                conn,
+                root,
+                document,
+                len(chunks),
+                info,
+                parent_id,
+                chunking,
+                embedding_space,
+                language if chunks else None,
+            )
+            space_id = (await space.fetchone())[0] if space is not None else None
+            # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
+            # ours alone), so the statements after it read chunks no other writer can change.
+            old = await _chunk_keys(conn, document_id)
+            # A document without chunks has no postings: nothing of it in the statistics yet.
+            before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
+            rows = _rows_to_write(chunks, vectors, language, space_id)
+            kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
+            kept_ids = [row.id for row in kept.values()]
             new_rows = [row for row in rows if row.chunk.ordinal not in kept]
+            await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
+            if chunks:
+                await _place_kept(conn, document_id, {ordinal: (row.id, row.ordinal) for ordinal, row in kept.items()})
+                await _label_kept(conn, kept, {row.chunk.ordinal: row.chunk for row in rows})
             if new_rows:
-                await _stage(conn, new_rows)
+                await conn.execute(Q["create_staging"])
+        if new_rows:
+            await _copy_to_staging(conn, new_rows)
+        async with conn.pipeline():
+            if new_rows:
                 await conn.execute(
                     Q["insert_chunks"], {"document_id": document_id, "config": language, "embedding_space_id": space_id}
                 )
@@ -303,12 +323,14 @@ async def write_document(
                         "default_average_length": bm25.DEFAULT_AVERAGE_LENGTH,
                     },
                 )
-        old_length = sum(lexemes for _, lexemes, _ in before.totals.values())
-        cursor = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": old_length})
-        step_moved = await cursor.fetchone()
-        if kept_ids and step_moved and step_moved[0]:
-            await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
-        moved = await _record_statistics(conn, document_id, before)
+            old_length = sum(lexemes for _, lexemes, _ in before.totals.values())
+            term_count = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": old_length})
+            # Counts postings and chunks, not lengths: refresh_document_lengths may follow it.
+            recorded = await _record_statistics(conn, document_id, before)
+            step_moved = await term_count.fetchone()
+            if kept_ids and step_moved and step_moved[0]:
+                await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
+            moved = (await recorded.fetchone())[0] > 0
     if moved:
         await statistics.after_write(conn)
     return document_id
@@ -323,14 +345,16 @@ async def ensure_embedding_space(conn: psycopg.AsyncConnection, space: str, dime
         return (await cursor.fetchone())[0]
 
 
-async def _embedding_space_id(conn: psycopg.AsyncConnection, space: str, vectors: np.ndarray) -> int:
-    """The id of the space of `vectors` (one row per chunk); a space nobody added before
-    (ensure_embedding_space) is added here, inside the write's transaction (migration 0023)."""
+async def _send_embedding_space_id(
+    conn: psycopg.AsyncConnection, space: str, vectors: np.ndarray
+) -> psycopg.AsyncCursor:
+    """The id of the space of `vectors` (one row per chunk), in the cursor's one row; a space
+    nobody added before (ensure_embedding_space) is added here, inside the write's transaction
+    (migration 0023)."""
     shape = np.shape(vectors)
     if len(shape) != 2 or not shape[1]:
         raise ValueError(f"vectors of shape {shape}: one row per chunk expected")
-    cursor = await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": int(shape[1])})
-    return (await cursor.fetchone())[0]
+    return await conn.execute(Q["embedding_space_id"], {"space": space, "dimensions": int(shape[1])})
 
 
 # Bumped whenever what a write derives from a chunk's text changes (identifier terms, keyword
@@ -417,9 +441,8 @@ async def _label_kept(conn: psycopg.AsyncConnection, kept: dict[int, ChunkKey], 
         )
 
 
-async def _stage(conn: psycopg.AsyncConnection, rows: Sequence[RowToWrite]) -> None:
-    """The rows to insert, into the transaction's staging table (binary COPY)."""
-    await conn.execute(Q["create_staging"])
+async def _copy_to_staging(conn: psycopg.AsyncConnection, rows: Sequence[RowToWrite]) -> None:
+    """The rows to insert, into the transaction's staging table (create_staging; binary COPY)."""
     async with conn.cursor().copy(Q["copy_staging"]) as copy:
         copy.set_types(["int4", "text", "text", "int4", "vector", "text", "text[]", "text", "int4", "text"])
         for row in rows:
