@@ -173,9 +173,9 @@ NO_STATISTICS = Statistics({})
 
 
 async def _statistics_of(conn: psycopg.AsyncConnection, document_ids: list[int]) -> Statistics:
-    # Both sent before either is read: in a pipeline (write_document) one round trip.
-    term_rows = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
-    total_rows = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
+    async with conn.pipeline():  # both in one round trip
+        term_rows = await conn.execute(Q["term_counts"], {"document_ids": document_ids})
+        total_rows = await conn.execute(Q["chunk_totals"], {"document_ids": document_ids})
     terms = {(language, term): (chunks, documents) for language, term, chunks, documents in await term_rows.fetchall()}
     totals = {language: tuple(counts) for language, *counts in await total_rows.fetchall()}
     return Statistics(terms, totals)
@@ -270,12 +270,16 @@ async def write_document(
     if language is None:
         language = document_language(document.metadata, (section.text for section in document.sections))
     async with conn.transaction():
-        # Statements go in pipelines (psycopg's pipeline mode): those sent before a result is
-        # read travel together and share one round trip, 6 a write of a new document instead of
-        # 12. COPY cannot be in a pipeline. The server runs them in the order sent; an error
-        # surfaces at the next read and rolls the transaction back as before.
+        # Statements go in two pipelines (psycopg's pipeline mode), whose statements travel
+        # together and wait once, where a result is read or the pipeline ends: with BEGIN, the
+        # COPY between them (which a pipeline cannot hold) and COMMIT, a new document's write
+        # waits on the server 7 times instead of 14 (test_write_round_trips.py). The server
+        # runs them in the order sent; an error surfaces at the next wait and rolls the
+        # transaction back as before.
         async with conn.pipeline():
             await conn.execute(Q["commit_without_flush"])
+            if chunks:
+                await conn.execute(Q["create_staging"])  # the session's, emptied at every commit
             # The space first: before any lock on the chunks (0023).
             space = await _send_embedding_space_id(conn, embedding_space, vectors) if chunks else None
             document_id = await _upsert(
@@ -289,25 +293,25 @@ async def write_document(
                 embedding_space,
                 language if chunks else None,
             )
-            space_id = (await space.fetchone())[0] if space is not None else None
             # The upsert holds the row (ON CONFLICT DO UPDATE locks it; an inserted one is
             # ours alone), so the statements after it read chunks no other writer can change.
-            old = await _chunk_keys(conn, document_id)
-            # A document without chunks has no postings: nothing of it in the statistics yet.
-            before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
-            rows = _rows_to_write(chunks, vectors, language, space_id)
-            kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
-            kept_ids = [row.id for row in kept.values()]
-            new_rows = [row for row in rows if row.chunk.ordinal not in kept]
+            keys = await _send_chunk_keys(conn, document_id)
+        # Read once the pipeline's end has brought every result.
+        space_id = (await space.fetchone())[0] if space is not None else None
+        old = await keys.fetchall()
+        # A document without chunks has no postings: nothing of it in the statistics yet.
+        before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
+        rows = _rows_to_write(chunks, vectors, language, space_id)
+        kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
+        kept_ids = [row.id for row in kept.values()]
+        new_rows = [row for row in rows if row.chunk.ordinal not in kept]
+        if new_rows:
+            await _copy_to_staging(conn, new_rows)
+        async with conn.pipeline():
             await conn.execute(Q["delete_chunks"], {"document_id": document_id, "kept": kept_ids})
             if chunks:
                 await _place_kept(conn, document_id, {ordinal: (row.id, row.ordinal) for ordinal, row in kept.items()})
                 await _label_kept(conn, kept, {row.chunk.ordinal: row.chunk for row in rows})
-            if new_rows:
-                await conn.execute(Q["create_staging"])
-        if new_rows:
-            await _copy_to_staging(conn, new_rows)
-        async with conn.pipeline():
             if new_rows:
                 await conn.execute(
                     Q["insert_chunks"], {"document_id": document_id, "config": language, "embedding_space_id": space_id}
@@ -327,10 +331,10 @@ async def write_document(
             term_count = await conn.execute(Q["document_term_count"], {"document_id": document_id, "old": old_length})
             # Counts postings and chunks, not lengths: refresh_document_lengths may follow it.
             recorded = await _record_statistics(conn, document_id, before)
-            step_moved = await term_count.fetchone()
-            if kept_ids and step_moved and step_moved[0]:
-                await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
-            moved = (await recorded.fetchone())[0] > 0
+        step_moved = await term_count.fetchone()
+        if kept_ids and step_moved and step_moved[0]:
+            await conn.execute(Q["refresh_document_lengths"], {"document_id": document_id, "kept": kept_ids})
+        moved = (await recorded.fetchone())[0] > 0
     if moved:
         await statistics.after_write(conn)
     return document_id
@@ -406,10 +410,11 @@ def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str, sp
     return rows
 
 
-async def _chunk_keys(conn: psycopg.AsyncConnection, document_id: int) -> list[ChunkKey]:
-    async with conn.cursor(row_factory=class_row(ChunkKey)) as cursor:
-        await cursor.execute(Q["chunk_write_keys"], {"document_id": document_id})
-        return await cursor.fetchall()
+async def _send_chunk_keys(conn: psycopg.AsyncConnection, document_id: int) -> psycopg.AsyncCursor[ChunkKey]:
+    """The document's chunks' write keys, in the cursor's rows (read when the caller needs them)."""
+    cursor = conn.cursor(row_factory=class_row(ChunkKey))
+    await cursor.execute(Q["chunk_write_keys"], {"document_id": document_id})
+    return cursor
 
 
 def _unchanged_rows(old: Sequence[ChunkKey], rows: Sequence[RowToWrite], space_id: int | None) -> dict[int, ChunkKey]:

@@ -11,8 +11,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from pgrecall.worker import store
-from tests.support.statistics import COMMON, ROOT, assert_statistics_consistent, connect, note, rows, write
+from tests.support.statistics import COMMON, assert_statistics_consistent, connect, note, rows, write, write_parts
 
 BEFORE = f"# Kettle\n\n{COMMON} The kettle descales with citric acid.\n\n## Filter\n\nRinse the filter weekly."
 AFTER = f"# Kettle\n\n{COMMON} The kettle descales with vinegar now.\n\n## Filter\n\nRinse the filter weekly."
@@ -39,16 +38,7 @@ async def _write_failing(conn, how: str) -> None:
     elif how == "two chunks of one place":  # (document, ordinal) is unique: insert_chunks fails in the second pipeline
         chunks = [chunks[0], dataclasses.replace(chunks[0], text=chunks[0].text + " Twice."), *chunks[1:]]
         vectors = np.vstack([vectors[:1], vectors])
-    await store.write_document(
-        conn,
-        root=ROOT,
-        document=document,
-        chunks=chunks,
-        vectors=vectors,
-        info=None,
-        chunking="test",
-        embedding_space="statistics-test-space",
-    )
+    await write_parts(conn, document, chunks, vectors)
 
 
 @pytest.mark.parametrize(

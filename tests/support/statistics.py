@@ -113,6 +113,13 @@ async def write(conn, path: str, text: str, *, parent_id: int | None = None, lan
     """Write `text` as the document at `path` (a conversation of the export `parent_id`, if given),
     in `language` (a text search configuration), else in the one detected."""
     document, chunks, vectors = note(path, text)
+    return await write_parts(conn, document, chunks, vectors, parent_id=parent_id, language=language)
+
+
+async def write_parts(
+    conn, document, chunks, vectors, *, parent_id: int | None = None, language: str | None = None
+) -> int:
+    """Write a document already parsed, cut and embedded (note's three parts, changed or not)."""
     return await store.write_document(
         conn,
         root=ROOT,
