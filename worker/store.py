@@ -225,7 +225,7 @@ async def _record_statistics(
     when the caller needs it: how many delta rows were recorded."""
     terms = sorted(before.terms)
     totals = sorted(before.totals)
-    cursor = await conn.execute(
+    return await conn.execute(
         Q["record_document_statistics"],
         {
             "document_id": document_id,
@@ -239,7 +239,6 @@ async def _record_statistics(
             "total_documents": [before.totals[language][2] for language in totals],
         },
     )
-    return cursor
 
 
 async def write_document(
