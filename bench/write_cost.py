@@ -10,7 +10,12 @@ does not wait for the WAL flush, index.sql's commit_without_flush) through the r
 `store.write_document`, and reports:
   - the write's p50/p95 (ms) and each pass's own, so passes can be compared;
   - each statement's share: the time of every statement of write_document, by its name
-    in sql/queries/index.sql (client side, on a local socket), summed over the pass;
+    in sql/queries/index.sql (client side, on a local socket), summed over the pass. A write
+    sends most of its statements in psycopg pipelines, where a statement's own time cannot be
+    told apart (they run on the server while the client sends the next ones and are waited
+    for together), so these are timed only with --statements-apart, which writes without
+    the pipelines: each statement then waits for its result, and the write's time includes
+    the round trips the pipelines save (TimedCursor);
   - buffers per write, by relation (pg_statio_all_tables / _indexes before and after the
     pass: shared-buffer hits and reads, a read being a page not in shared_buffers, from the
     OS cache or the disk), for the HNSW index, the postings and the statistics;
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import statistics
 import sys
@@ -60,18 +66,27 @@ def statement_names() -> dict[str, str]:
 
 
 class TimedCursor(psycopg.AsyncCursor):
-    """An AsyncCursor that records each statement's seconds by its name (see statement_names)."""
+    """An AsyncCursor that records each statement's seconds by its name (see statement_names).
+    A statement sent in a pipeline returns before the server has run it: it is not timed."""
 
     names: dict[str, str] = {}
     spent: collections.Counter = collections.Counter()
 
     async def execute(self, query, params=None, **kwargs):
+        if self.connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+            return await super().execute(query, params, **kwargs)
         started = time.perf_counter()
         try:
             return await super().execute(query, params, **kwargs)
         finally:
             key = self.names.get(str(query), str(query)[:40])
             self.spent[key] += time.perf_counter() - started
+
+
+@contextlib.asynccontextmanager
+async def no_pipeline():
+    """Stands in for AsyncConnection.pipeline with --statements-apart: statements wait one by one."""
+    yield None
 
 
 def database_files(conn: psycopg.Connection) -> list[Path]:
@@ -110,13 +125,15 @@ def wal_and_checkpoints(conn: psycopg.Connection) -> tuple[int, int, int]:
 
 
 async def write_pass(
-    url: str, scale_bench, source, jobs, extra: dict, growth: str
+    url: str, scale_bench, source, jobs, extra: dict, growth: str, statements_apart: bool = False
 ) -> tuple[list[float], collections.Counter]:
     from pgrecall.database import configure_connection_async
 
     TimedCursor.spent = collections.Counter()
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, cursor_factory=TimedCursor)
     await configure_connection_async(conn)
+    if statements_apart:
+        conn.pipeline = no_pipeline
     timings = []
     try:
         for copy, index in jobs:
@@ -138,6 +155,9 @@ def main() -> int:
     parser.add_argument("--warm-os-cache", action="store_true", help="read the database's files before the passes")
     parser.add_argument(
         "--compare-commit", action="store_true", help="alternate passes with a commit that waits for the flush"
+    )
+    parser.add_argument(
+        "--statements-apart", action="store_true", help="write without pipelines, to time each statement"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -175,7 +195,9 @@ def main() -> int:
             position = scale_bench.written_copies(conn, args.growth)
             before, wal_before = buffers(conn), wal_and_checkpoints(conn)
         jobs = [scale_bench.copy_at(position + n, len(source.documents)) for n in range(args.writes)]
-        timings, spent = asyncio.run(write_pass(url, scale_bench, source, jobs, extra, args.growth))
+        timings, spent = asyncio.run(
+            write_pass(url, scale_bench, source, jobs, extra, args.growth, args.statements_apart)
+        )
         by_commit.setdefault(commit, []).extend(timings)
         time.sleep(0.6)  # the writer's statistics reach the shared counters
         with psycopg.connect(url, autocommit=True) as conn:
@@ -213,6 +235,7 @@ def main() -> int:
         "chunks": chunks,
         "shared_buffers": shared_buffers,
         "os_cache_warmed_mb": round(warmed / 2**20) if args.warm_os_cache else None,
+        "statements": "apart, without pipelines" if args.statements_apart else "in pipelines, as the worker writes",
     }
     result["passes"] = passes
     result["by_commit"] = {
