@@ -1,7 +1,7 @@
 """What one document write costs on a large index, and where that time goes.
 
     .venv/bin/python bench/write_cost.py [--database pgrecall_scale_bench_mix] [--writes 100]
-        [--passes 2] [--growth mix] [--warm-os-cache] [--json]
+        [--passes 2] [--growth mix] [--warm-os-cache] [--statements-apart] [--json]
 
 Runs on a clone that `bench/scale_bench.py` grew (it is written to: the writes stay in it),
 after its own build and VACUUM ANALYZE. Each pass writes --writes fresh synthetic documents
