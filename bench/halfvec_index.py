@@ -29,10 +29,14 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is no package
+import scale_bench  # noqa: E402
 
 DATABASE = "halfvec_bench"
 INDEXES = {
@@ -46,11 +50,9 @@ NEAREST = {
 
 
 def mixes(rng: np.random.Generator, source: np.ndarray, count: int) -> np.ndarray:
+    """`count` mixes of two random source vectors each, as scale_bench's `mix` growth makes them."""
     first, second = rng.integers(0, len(source), count), rng.integers(0, len(source), count)
-    weight = rng.uniform(0.35, 0.65, count)[:, None].astype(np.float32)
-    noise = rng.normal(0, 0.02, (count, source.shape[1])).astype(np.float32)
-    vectors = weight * source[first] + (1 - weight) * source[second] + noise
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return scale_bench.mixed_vectors(source[first], source[second], rng)
 
 
 def in_turns(i: int) -> tuple[str, str]:
