@@ -1,4 +1,4 @@
-"""Named roots: from the command line, or from the config file.
+"""Named roots: those of the config file, and folders named on the command line for one run.
 
 # ~/.config/pgrecall/config.toml
 [[roots]]
@@ -137,6 +137,12 @@ def from_config(config_file: Path) -> list[Root]:
     names = [root.name for root in roots]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"{config_file}: root names must be unique")
+    if pair := nested_pair(roots):
+        inner, outer = pair
+        raise ConfigurationError(
+            f"{config_file}: the root {inner.name} ({inner.path}) is inside the root {outer.name} ({outer.path}); "
+            "its files would be indexed twice"
+        )
     return roots
 
 
@@ -157,9 +163,52 @@ def is_plain_name(name: str) -> bool:
     return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".") and "\x00" not in name
 
 
+NO_ROOTS = (
+    "no folders to follow: add one with `pgrecall sources add notes PATH` "
+    "(it goes into the config file, PGRECALL_CONFIG), or name it on the command line"
+)
+
+
 def resolve(paths: list[str], config_file: Path | None, required: bool = True) -> list[Root]:
-    """The roots named on the command line, else those of the config file; none is an error if `required`."""
-    roots = from_arguments(paths) if paths else from_config(config_file) if config_file else []
-    if not roots and required:
-        raise InvalidInput("no folders to watch: name them, or list [[roots]] in the config file")
-    return roots
+    """The roots of the config file, and the folders named on the command line added to them for
+    this run; none is an error if `required`."""
+    found = add_named(from_config(config_file) if config_file else [], from_arguments(paths))
+    if not found and required:
+        raise InvalidInput(NO_ROOTS)
+    return found
+
+
+def add_named(configured: list[Root], named: list[Root]) -> list[Root]:
+    """`configured` and then each of `named` that is not one of them already (by folder)."""
+    found = list(configured)
+    for root in named:
+        if any(root.path == other.path for other in found):
+            continue
+        if any(root.name == other.name for other in found):
+            raise InvalidInput(
+                f"two roots named {root.name}: {root.path} and another; follow it under another name with "
+                f"`pgrecall sources add notes {root.path} --name NAME`"
+            )
+        found.append(root)
+    if pair := nested_pair(found):
+        inner, outer = pair
+        raise InvalidInput(
+            f"the root {inner.name} ({inner.path}) is inside the root {outer.name} ({outer.path}): "
+            "its files would be indexed twice"
+        )
+    return found
+
+
+def nested_pair(found: list[Root]) -> tuple[Root, Root] | None:
+    """Two roots of which the first is inside the second, if there are any."""
+    for inner in found:
+        for outer in found:
+            if inner is not outer and inner.path != outer.path and inner.path.is_relative_to(outer.path):
+                return inner, outer
+    return None
+
+
+def containing(roots_paths: list[Path], path: Path) -> Path | None:
+    """The innermost of `roots_paths` that holds `path`, if one does."""
+    holding = [root for root in roots_paths if path.is_relative_to(root) and path != root]
+    return max(holding, key=lambda root: len(root.parts), default=None)

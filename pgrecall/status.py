@@ -17,6 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pgrecall import kinds, queries
+from pgrecall.locks import WATCH_LOCK_PREFIX
 from pgrecall.settings import Settings
 
 # The Procrastinate queue of pgrecall's jobs: the worker's tasks are deferred to it.
@@ -57,9 +58,10 @@ def stalled_job_count(conn: psycopg.Connection, stalled_seconds: float) -> int:
 
 def roots(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every root watched or with documents: name (None for a folder only indexed), path, files indexed
-    without error, last_indexed_at, and the watcher's watch_mode, watch_mode_since, watcher_seen_at,
-    last_event_at (None where no watcher ever ran)."""
-    return _rows(conn, "roots")
+    without error, last_indexed_at, followed (a registered root), watched (a running watcher holds
+    its lock now), and the watcher's watch_mode, watch_mode_since, watcher_seen_at (when one last said
+    it watched it, or stopped), last_event_at (None where no watcher ever ran)."""
+    return _rows(conn, "roots", {"watch_lock_prefix": WATCH_LOCK_PREFIX})
 
 
 def failures(conn: psycopg.Connection, limit: int = 1000) -> list[dict[str, Any]]:
@@ -86,7 +88,8 @@ def report(
     embedding_space: str | None = None,
 ) -> dict[str, Any]:
     """Everything `pgrecall status` shows. `count_files(folder)` says how many files a root's
-    folder holds (the worker's scan); without it, or for a folder that is gone, `files` is None.
+    folder holds (the worker's scan); without it, for a folder that is gone, or for one only
+    indexed (not followed), `files` is None.
     With `memory_folder`, `memories` is {folder, count: the notes `count_memories(folder)` finds
     there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}.
     With `embedding_space` (this configuration's), `documents_to_reembed` counts the documents of others.
@@ -96,7 +99,9 @@ def report(
     status["roots"] = []
     for root in roots(conn):
         folder = Path(root["path"])
-        files = count_files(folder) if count_files is not None and folder.is_dir() else None
+        # A folder only indexed (files named on the command line) is no root: its other files are not missing.
+        counted = count_files is not None and root["followed"] and folder.is_dir()
+        files = count_files(folder) if counted else None
         status["roots"].append(
             {
                 "name": root["name"],
@@ -106,6 +111,8 @@ def report(
                 "archive_folder": root["archive_folder"],
                 "files": files,
                 "last_indexed_at": root["last_indexed_at"],
+                "followed": root["followed"],
+                "watched": root["watched"],
                 "watch_mode": root["watch_mode"],
                 "watch_mode_since": root["watch_mode_since"],
                 "watcher_seen_at": root["watcher_seen_at"],

@@ -17,7 +17,7 @@ import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
-from pgrecall import database
+from pgrecall import database, roots
 from pgrecall.errors import InvalidInput, first_line
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, scan, statistics, store, tasks
@@ -46,8 +46,11 @@ class IndexSummary:
         return self.chunks / self.seconds if self.seconds else 0.0
 
 
-def resolve_targets(paths: list[str]) -> list[tuple[Path, list[str] | None]]:
-    """(root, files) per argument: a folder is scanned (files None), a file is indexed alone."""
+def resolve_targets(paths: list[str], roots_paths: list[Path] = ()) -> list[tuple[Path, list[str] | None]]:
+    """(root, files) per argument: a folder is scanned (files None); a file is indexed alone, under
+    the innermost of `roots_paths` that holds it (its path relative to that root), else under its
+    own folder, which that does not make a root: `pgrecall status` lists such a folder as indexed,
+    not followed, and counts none of its other files as missing."""
     targets = []
     for raw in paths:
         path = Path(raw).expanduser()
@@ -57,8 +60,9 @@ def resolve_targets(paths: list[str]) -> list[tuple[Path, list[str] | None]]:
         if path.is_dir():
             targets.append((path, None))
         else:
-            name = scan.escape_name(path.name) if scan.is_undecodable(path.name) else path.name
-            targets.append((path.parent, [name]))
+            root = roots.containing(list(roots_paths), path) or path.parent
+            parts = path.relative_to(root).parts
+            targets.append((root, ["/".join(scan.escape_name(p) if scan.is_undecodable(p) else p for p in parts)]))
     return targets
 
 
@@ -68,7 +72,8 @@ def _no_progress(total: int) -> Iterator:
 
 
 async def run_index(settings: Settings, url: str, paths: list[str], progress=None) -> IndexSummary:
-    """Index `paths` through the queue; `progress` is a callable(total) -> context with .advance(outcome).
+    """Index `paths` through the queue; without any, the roots serve follows (the config file's,
+    one at least, and the memory folder). `progress` is a callable(total) -> context with .advance(outcome).
 
     Returns only when no job of these roots is left: jobs of a worker that died
     (an earlier run killed mid-way) are first waited for until they count as
@@ -76,9 +81,24 @@ async def run_index(settings: Settings, url: str, paths: list[str], progress=Non
     with a reason, or removed (deleted since it was enqueued); any that does
     not is listed in `unaccounted`.
     """
-    targets = resolve_targets(paths)
+    # The roots serve follows: none configured is an error only without a path.
+    configured = roots.with_memories(
+        roots.resolve([], settings.config_file, required=not paths),
+        roots.memory_folder(settings.config_file, settings.home),
+    )
+    if paths:  # checked before any connection; again below with the roots the database knows
+        resolve_targets(paths, [root.path for root in configured])
 
     async def enqueue(app: procrastinate.App, conn, summary: IndexSummary, indexer: Indexer) -> dict[str, list[str]]:
+        if paths:
+            registered = [Path(path) for path in await store.root_paths(conn)]
+            targets = resolve_targets(paths, [*(root.path for root in configured), *registered])
+        else:
+            targets = [(root.path, None) for root in configured]
+        for root in configured:  # by name, and an archive root as one, as serve registers them
+            if any(target == root.path for target, _ in targets):
+                folder = roots.archive_folder(settings.home, root)
+                await store.upsert_root(conn, root.name, str(root.path), str(folder) if folder else None, root.project)
         presence: dict[str, list[str]] = {}
         for root, files in targets:
             root_text = str(root)

@@ -644,6 +644,13 @@ async def upsert_root(
             await conn.execute(Q["root_project_to_documents"], {"path": path, "project": project, "old": old[0]})
 
 
+async def root_paths(conn: psycopg.AsyncConnection) -> list[str]:
+    """The folders of the registered roots."""
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["root_paths"])
+        return await cursor.fetchall()
+
+
 async def archive_folder(conn: psycopg.AsyncConnection, root: str) -> str | None:
     """Where the root keeps copies of its files (worker/archive.py); None for a root that is no archive."""
     async with conn.cursor(row_factory=scalar_row) as cursor:

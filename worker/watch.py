@@ -37,6 +37,7 @@ from watchdog.observers.polling import PollingObserver
 from pgrecall import queries
 from pgrecall.errors import first_line
 from pgrecall.worker import scan, tasks
+from pgrecall.worker.watch_lease import WatchLease
 
 log = structlog.get_logger("pgrecall.watch")
 Q = queries.load("service.sql")
@@ -237,6 +238,7 @@ class Watcher:
         """Enqueue each change once it has been quiet for the debounce interval; wake at least every tick."""
         self.start()
         self.started.set()
+        lease = WatchLease(self.pool.conninfo, self.roots) if self.pool is not None else None
         try:
             await self._record_state()
             while True:
@@ -245,9 +247,13 @@ class Watcher:
                     self.alive()
                 await self._flush_due()
                 await self._record_state()
+                if lease is not None:
+                    await lease.hold()
                 await self._sleep()
         finally:
             self.stop()
+            if lease is not None:
+                await lease.release()
 
     async def _sleep(self) -> None:
         timeout = self.tick_seconds
@@ -324,22 +330,16 @@ def _stop_observer(observer) -> None:
         observer.join(timeout=5)
 
 
-STALE_AFTER_SECONDS = 180.0  # a watcher writes at least every `seen_seconds` (60 s): three missed, it is gone
-
-
 def describe_watch(
-    mode: str | None,
-    seen_at: datetime.datetime | None,
-    last_event_at: datetime.datetime | None,
-    now: datetime.datetime | None = None,
+    mode: str | None, seen_at: datetime.datetime | None, last_event_at: datetime.datetime | None, watched: bool
 ) -> str:
-    """How `pgrecall status` says a root is watched (pure when `now` is given)."""
-    now = now or datetime.datetime.now(datetime.UTC)
+    """How `pgrecall status` says a root is watched; `watched`: a running watcher holds its lock
+    (pgrecall.worker.watch_lease), `seen_at`: when one last said it watched it."""
     last = last_event_at.isoformat(sep=" ", timespec="seconds") if last_event_at else "none yet"
-    if mode is None or seen_at is None:
-        return "not watched yet"
     how = "by events (inotify)" if mode == EVENTS else "by polling (inotify limit reached)"
-    age = (now - seen_at).total_seconds()
-    if age > STALE_AFTER_SECONDS:
-        return f"not watched now (last watched {how} until {seen_at.isoformat(sep=' ', timespec='seconds')}), last change seen {last}"
-    return f"watched {how}, last change seen {last}"
+    if watched:
+        return f"watched {how}, last change seen {last}"
+    if mode is None or seen_at is None:
+        return "not watched (no serve or watch has followed it yet)"
+    until = seen_at.isoformat(sep=" ", timespec="seconds")
+    return f"not watched now (last watched {how} until {until}), last change seen {last}"

@@ -19,10 +19,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "index",
         run_index,
         help="index files and folders through the job queue",
-        description="Scan folders, enqueue new, changed and deleted files, and work the queue until it is empty.",
-        epilog="example: pgrecall index ~/notes ~/Downloads/claude-export/conversations.json",
+        description="Scan folders, enqueue new, changed and deleted files, and work the queue until it is empty. "
+        "Without PATH: the roots serve follows (the [[roots]] of the config file, and the memory folder). "
+        "A file inside a root is indexed under that root.",
+        epilog="examples: pgrecall index   (after pgrecall sources add notes ~/notes)\n"
+        "          pgrecall index ~/notes ~/Downloads/claude-export/conversations.json",
     )
-    index.add_argument("paths", nargs="+", metavar="PATH")
+    index.add_argument("paths", nargs="*", metavar="PATH")
     index.add_argument("--quiet", action="store_true", help="no progress bar")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 

@@ -20,7 +20,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "serve",
         run_serve,
         help="watch folders and index every change, as a service (database, migrations, watcher, workers)",
-        epilog="example: pgrecall serve ~/notes   (without PATH: the [[roots]] of the config file)",
+        epilog="example: pgrecall serve   (the [[roots]] of the config file: pgrecall sources add; "
+        "a PATH is followed too, for this run)",
     )
     serve.add_argument("paths", nargs="*", metavar="PATH")
     watch = command(
@@ -28,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "watch",
         run_watch,
         help="only watch folders and enqueue changes (workers run elsewhere)",
-        epilog="example: pgrecall watch ~/notes",
+        epilog="example: pgrecall watch   (the [[roots]] of the config file, and any PATH, for this run)",
     )
     watch.add_argument("paths", nargs="*", metavar="PATH")
     command(

@@ -80,12 +80,14 @@ def print_roots(status: dict) -> None:
     memories = status["memories"]
     print(f"memories:   {memories['count']} in {memories['folder']}, {memories['indexed']} indexed")
     for root in status["roots"]:
-        label = f"{root['name']} ({root['path']})" if root["name"] else root["path"]
+        last = root["last_indexed_at"] or "never"
+        if not root["followed"]:
+            print(f"indexed:    {root['path']}: {root['indexed']} files indexed, last {last} (a folder not followed)")
+            continue
         files = root["files"] if root["files"] is not None else "?"
-        print(
-            f"root:       {label}: {root['indexed']} of {files} files indexed, last {root['last_indexed_at'] or 'never'}"
-        )
-        print(f"  watch:    {describe_watch(root['watch_mode'], root['watcher_seen_at'], root['last_event_at'])}")
+        print(f"root:       {root['name']} ({root['path']}): {root['indexed']} of {files} files indexed, last {last}")
+        watch = describe_watch(root["watch_mode"], root["watcher_seen_at"], root["last_event_at"], root["watched"])
+        print(f"  watch:    {watch}")
         if root["archive_folder"] or root["archived"]:
             print(f"  archive:  {root['archived']} archived (deleted at the source, kept in {root['archive_folder']})")
 

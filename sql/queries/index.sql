@@ -442,6 +442,10 @@ ON CONFLICT (name) DO UPDATE SET path = excluded.path, archive_folder = excluded
 -- set_root_project --
 UPDATE pgrecall.roots SET project = %(project)s WHERE name = %(name)s
 
+-- root_paths --
+-- The folders of the roots followed (registered by serve, watch or index without a path).
+SELECT path FROM pgrecall.roots ORDER BY path
+
 -- root_project --
 SELECT project FROM pgrecall.roots WHERE path = %(path)s
 

@@ -35,15 +35,26 @@ WHERE j.queue_name = %(queue)s
 -- roots --
 -- Every root that is watched or has documents, with its files indexed without
 -- error, when it was last indexed, and how the watcher last said it watches it.
+-- watched: a running watcher holds the root's lock now (pgrecall.worker.watch_lease);
+-- followed: a registered root, not a folder only indexed.
 WITH known AS (
     SELECT r.name, r.path FROM pgrecall.roots r
     UNION
     SELECT NULL, d.source_root FROM pgrecall.documents d
     WHERE NOT EXISTS (SELECT 1 FROM pgrecall.roots r WHERE r.path = d.source_root)
     GROUP BY d.source_root
+), held AS MATERIALIZED (  -- advisory locks on one bigint key, held in this database, read once
+    SELECT (l.classid::bigint << 32) | l.objid::bigint AS key
+    FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 )
 SELECT k.name, k.path, p.indexed, p.archived, r.archive_folder, p.last_indexed_at,
-       r.watch_mode, r.watch_mode_since, r.watcher_seen_at, r.last_event_at
+       r.watch_mode, r.watch_mode_since, r.watcher_seen_at, r.last_event_at,
+       r.name IS NOT NULL AS followed,
+       EXISTS (
+           SELECT 1 FROM held h WHERE h.key = hashtextextended(%(watch_lock_prefix)s || k.path, 0)
+       ) AS watched
 FROM known k
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.error IS NULL)::bigint AS indexed,

@@ -20,6 +20,7 @@ QUEUE_FIELDS = {"todo", "doing", "failed", "oldest_waiting_since", "oldest_waiti
 ROOT_FIELDS = {"name", "path", "indexed", "files", "last_indexed_at"}
 ROOT_FIELDS |= {"watch_mode", "watch_mode_since", "watcher_seen_at", "last_event_at"}
 ROOT_FIELDS |= {"archived", "archive_folder"}  # archive roots (worker/archive.py)
+ROOT_FIELDS |= {"followed", "watched"}  # a registered root; a running watcher holds it (worker/watch_lease.py)
 
 
 def count_files(folder):
@@ -80,7 +81,10 @@ def test_report_counts_documents_and_every_root_with_its_watch_state(index, sett
     assert (watched["name"], watched["indexed"], watched["files"], watched["watch_mode"]) == ("notes", 4, 5, "events")
     assert watched["watch_mode_since"] and watched["watcher_seen_at"] and watched["last_indexed_at"]
     assert watched["last_event_at"].isoformat().startswith("2025-03-01T10:00:00")
-    assert (unnamed["name"], unnamed["indexed"], unnamed["files"], unnamed["watch_mode"]) == (None, 1, 1, None)
+    assert (watched["followed"], watched["watched"]) == (True, False)  # a mode recorded, but no watcher runs
+    # A folder only indexed is no root: its files are not counted against it.
+    assert (unnamed["name"], unnamed["indexed"], unnamed["files"], unnamed["watch_mode"]) == (None, 1, None, None)
+    assert (unnamed["followed"], unnamed["watched"]) == (False, False)
     assert unnamed["watcher_seen_at"] is None and unnamed["last_event_at"] is None
     assert (gone["name"], gone["indexed"], gone["files"], gone["last_indexed_at"]) == ("gone", 0, None, None)
     assert [root["files"] for root in without_counter["roots"]] == [None, None, None]
@@ -184,3 +188,32 @@ def test_memories_count_notes_on_disk_and_in_the_index(index, settings, db_url, 
     assert uncounted["memories"]["count"] is None
     assert set(report) == REPORT_FIELDS | {"memories"}
     assert [root["indexed"] for root in report["roots"]] == [3]  # the readme is indexed, not a memory
+
+
+def test_a_root_is_watched_while_a_watcher_holds_its_lease_and_not_after(settings, db_url, tmp_path):
+    from pgrecall.worker.watch_lease import WatchLease
+
+    notes, other = tmp_path / "notes", tmp_path / "other"
+    with database.connect(db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO pgrecall.roots (name, path) VALUES ('notes', %s), ('other', %s)", (str(notes), str(other))
+        )
+        conn.execute(queries.load("service.sql")["set_watch_mode"], {"mode": "events", "path": str(notes)})
+
+    def watched() -> dict:
+        with database.connect(db_url) as conn:
+            return {root["name"]: root["watched"] for root in status.report(conn, settings)["roots"]}
+
+    async def hold_then_release() -> tuple[dict, dict]:
+        lease = WatchLease(db_url, [notes])
+        await lease.hold()
+        await lease.hold()  # again, as each tick does: one lock
+        held = await asyncio.to_thread(watched)
+        await lease.release()
+        return held, await asyncio.to_thread(watched)
+
+    before = watched()
+    held, released = asyncio.run(hold_then_release())
+    assert before == {"notes": False, "other": False}
+    assert held == {"notes": True, "other": False}
+    assert released == {"notes": False, "other": False}

@@ -5,8 +5,10 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from pgrecall import database, queries
 from pgrecall.api.http import create_app
 from pgrecall.cli.servers import status_reader
+from pgrecall.locks import WATCH_LOCK_PREFIX
 from pgrecall.memory_notes import Memory, relative_path, render
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
@@ -119,7 +121,10 @@ def test_the_host_allow_list_and_cross_site_writes(client):
     assert same.status_code == 200 and same.json()["hits"][0]["path"] == "incidents/e4711.md"
 
 
-def test_the_status_page_shows_roots_and_a_failure_with_its_stage_and_reason(client, notes):
+def test_the_status_page_shows_roots_and_a_failure_with_its_stage_and_reason(client, notes, db_url):
+    unfollowed = client.get("/status").text.split('<table class="roots">')[1].split("</table>")[0]
+    assert str(notes) in unfollowed and "not followed" in unfollowed and " of " not in unfollowed
+    follow(db_url, notes)
     page = client.get("/status")
     assert page.status_code == 200
     roots = page.text.split('<table class="roots">')[1].split("</table>")[0]
@@ -127,6 +132,30 @@ def test_the_status_page_shows_roots_and_a_failure_with_its_stage_and_reason(cli
     failures = page.text.split('<table class="failures">')[1].split("</table>")[0]
     assert "latin1.txt" in failures and "<td>parse</td>" in failures and "UTF-8" in failures
     assert 'hx-trigger="every 5s"' in page.text
+
+
+def follow(db_url, folder) -> None:
+    """The folder as a root serve follows, as serve registers it."""
+    with database.connect(db_url) as conn:
+        conn.execute("INSERT INTO pgrecall.roots (name, path) VALUES ('notes', %s)", (str(folder),))
+        conn.commit()
+
+
+def test_the_status_page_says_a_root_is_watched_only_while_a_watcher_holds_it(client, notes, db_url):
+    service = queries.load("service.sql")
+    follow(db_url, notes)
+
+    def watch_cell() -> str:
+        roots = client.get("/status").text.split('<table class="roots">')[1]
+        return roots.split('<td class="watch">')[1].split("</td>")[0]
+
+    assert watch_cell() == "not watched"
+    with database.connect(db_url, autocommit=True) as watcher:  # what worker/watch_lease.py does
+        watcher.execute(service["set_watch_mode"], {"mode": "events", "path": str(notes)})
+        watcher.execute(service["hold_watch_lock"], {"prefix": WATCH_LOCK_PREFIX, "path": str(notes)})
+        assert watch_cell() == "events"
+        watcher.execute(service["release_watch_locks"])
+        assert watch_cell().startswith("not watched since ")
 
 
 def test_memories_are_listed_newest_first_with_counts_and_shown_escaped(client):

@@ -91,17 +91,33 @@ def test_root_names_must_be_unique_given_or_taken_from_the_folder(tmp_path):
     assert [root.name for root in roots.from_config(_config(tmp_path, renamed))] == ["notes", "b"]
 
 
-def test_folders_named_on_the_command_line_win_over_the_config_file(tmp_path):
+def test_folders_named_on_the_command_line_add_to_the_config_files_roots(tmp_path):
     _folders(tmp_path, "cli", "configured")
     config = _config(tmp_path, f'[[roots]]\npath = "{tmp_path}/configured"\n')
-    assert roots.resolve([str(tmp_path / "cli")], config) == [Root("cli", tmp_path / "cli")]
-    assert roots.resolve([], config) == [Root("configured", tmp_path / "configured")]
+    configured, cli = Root("configured", tmp_path / "configured"), Root("cli", tmp_path / "cli")
+    assert roots.resolve([str(tmp_path / "cli")], config) == [configured, cli]
+    assert roots.resolve([str(tmp_path / "configured"), str(tmp_path / "cli")], config) == [configured, cli]  # once
+    assert roots.resolve([], config) == [configured]
     with pytest.raises(InvalidInput, match="not a folder: "):
         roots.resolve([str(tmp_path / "absent")], config)
-    with pytest.raises(InvalidInput, match="no folders to watch"):
+    with pytest.raises(InvalidInput, match="^no folders to follow: add one with `pgrecall sources add notes PATH`"):
         roots.resolve([], tmp_path / "absent.toml")
-    with pytest.raises(InvalidInput, match="no folders to watch"):
+    with pytest.raises(InvalidInput, match="no folders to follow"):
         roots.resolve([], None)
+
+
+def test_roots_inside_one_another_or_of_one_name_are_refused(tmp_path):
+    _folders(tmp_path, "notes/sub", "elsewhere/notes")
+    config = _config(tmp_path, f'[[roots]]\npath = "{tmp_path}/notes"\n')
+    with pytest.raises(InvalidInput, match=r"the root sub \(.*/notes/sub\) is inside the root notes"):
+        roots.resolve([str(tmp_path / "notes" / "sub")], config)
+    with pytest.raises(InvalidInput, match="the root sub .* is inside the root notes"):
+        roots.resolve([str(tmp_path / "notes" / "sub"), str(tmp_path / "notes")], None)
+    with pytest.raises(InvalidInput, match="two roots named notes: .*--name NAME"):
+        roots.resolve([str(tmp_path / "elsewhere" / "notes")], config)
+    nested = _config(tmp_path, f'[[roots]]\npath = "{tmp_path}/notes"\n[[roots]]\npath = "{tmp_path}/notes/sub"\n')
+    with pytest.raises(ConfigurationError, match="config.toml: the root sub .* is inside the root notes"):
+        roots.from_config(nested)
 
 
 def test_the_memory_folder_is_always_a_root_and_never_nested_in_another(tmp_path):

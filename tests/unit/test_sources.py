@@ -33,8 +33,8 @@ def config(tmp_path):
 
 
 def test_adding_claude_code_keeps_the_users_entries_and_comments(config, tmp_path):
-    entry = add_source(config, "claude-code", path=str(tmp_path / "projects"))
-    assert entry == {"name": "claude-code", "path": str(tmp_path / "projects"), "archive": True}
+    entry, added = add_source(config, "claude-code", path=str(tmp_path / "projects"))
+    assert added and entry == {"name": "claude-code", "path": str(tmp_path / "projects"), "archive": True}
     text = config.read_text()
     assert text.startswith(USER_CONFIG.format(notes=tmp_path / "notes"))  # byte for byte
     assert stat.S_IMODE(config.stat().st_mode) == 0o640
@@ -64,12 +64,46 @@ def test_a_new_config_file_is_private(tmp_path):
 
 def test_a_source_is_added_once_and_only_from_a_folder(config, tmp_path):
     add_source(config, "claude-code", path=str(tmp_path / "projects"))
-    with pytest.raises(InvalidInput, match="already"):
-        add_source(config, "claude-code", path=str(tmp_path / "projects"))
+    before = config.read_text()
+    entry, added = add_source(config, "claude-code", path=str(tmp_path / "projects"))  # again: nothing changes
+    assert (added, entry["name"], config.read_text()) == (False, "claude-code", before)
     with pytest.raises(InvalidInput, match="not a folder"):
         add_source(config, "claude-code", path=str(tmp_path / "missing"), name="other")
     with pytest.raises(InvalidInput, match="plain folder name"):
         add_source(config, "claude-code", path=str(tmp_path / "projects"), name="../up")
+
+
+def test_any_folder_is_added_as_notes_beside_the_others_and_removed_by_name_or_folder(config, tmp_path):
+    (tmp_path / "work docs").mkdir()
+    with pytest.raises(InvalidInput, match="give the folder: pgrecall sources add notes PATH"):
+        add_source(config, "notes")
+    with pytest.raises(InvalidInput, match="a root named notes is already in .* give this one another with --name"):
+        add_source(config, "notes", str(tmp_path / "work docs"))
+    entry, added = add_source(config, "notes", str(tmp_path / "work docs"), name="work")
+    assert added and entry == {"name": "work", "path": str(tmp_path / "work docs"), "archive": False}
+    assert add_source(config, "notes", str(tmp_path / "work docs"))[1] is False  # the same folder: already there
+    assert [(r.name, r.path, r.archive) for r in roots.from_config(config)][-1] == (
+        "work",
+        (tmp_path / "work docs").resolve(),
+        False,
+    )
+    assert remove_source(config, str(tmp_path / "work docs")) == "work"  # by its folder
+    assert config.read_text().rstrip("\n") == USER_CONFIG.format(notes=tmp_path / "notes").rstrip("\n")
+
+
+def test_a_folder_inside_or_around_a_root_or_the_memory_folder_is_refused(config, tmp_path):
+    (tmp_path / "notes" / "sub").mkdir()
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    before = config.read_text()
+    for folder in (tmp_path / "notes" / "sub", tmp_path):
+        with pytest.raises(InvalidInput, match=r"and the root notes \(.*\) are inside one another"):
+            add_source(config, "notes", str(folder), name="other")
+    with pytest.raises(InvalidInput, match="and the memory folder .* are inside one another"):
+        add_source(config, "notes", str(tmp_path / "memories"), name="mine", memory_folder=tmp_path / "memories")
+    with pytest.raises(InvalidInput, match='"memories" is the memory folder'):
+        add_source(config, "notes", str(tmp_path / "elsewhere"), name="memories")
+    assert config.read_text() == before
 
 
 @pytest.mark.parametrize("archive_value", ['"yes"', "1"])

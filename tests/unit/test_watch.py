@@ -64,17 +64,18 @@ def test_changes_for_bytes_paths():
     assert changes_for(FileCreatedEvent(b"/notes/a.md"), ROOT, SPEC) == [Change("index", "/notes", "a.md")]
 
 
-def test_describe_watch():
-    now = datetime.datetime(2025, 1, 2, 12, 0, tzinfo=datetime.UTC)
-    seen = now - datetime.timedelta(seconds=30)
-    event = now - datetime.timedelta(minutes=5)
-    assert describe_watch(None, None, None, now) == "not watched yet"
-    assert describe_watch("events", seen, None, now) == "watched by events (inotify), last change seen none yet"
-    assert describe_watch("polling", seen, event, now) == (
+def test_describe_watch_says_watched_only_while_a_watcher_holds_the_root():
+    seen = datetime.datetime(2025, 1, 2, 11, 59, 30, tzinfo=datetime.UTC)
+    event = datetime.datetime(2025, 1, 2, 11, 55, tzinfo=datetime.UTC)
+    assert describe_watch(None, None, None, False) == "not watched (no serve or watch has followed it yet)"
+    assert describe_watch("events", seen, None, True) == "watched by events (inotify), last change seen none yet"
+    assert describe_watch("polling", seen, event, True) == (
         "watched by polling (inotify limit reached), last change seen 2025-01-02 11:55:00+00:00"
     )
-    stale = now - datetime.timedelta(hours=1)
-    assert describe_watch("events", stale, event, now).startswith("not watched now (last watched by events")
+    assert describe_watch("events", seen, event, False) == (
+        "not watched now (last watched by events (inotify) until 2025-01-02 11:59:30+00:00), "
+        "last change seen 2025-01-02 11:55:00+00:00"
+    )
 
 
 def test_other_errors_are_not_taken_for_the_limit(tmp_path):
