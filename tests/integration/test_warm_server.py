@@ -204,6 +204,9 @@ def test_the_mcp_searcher_asks_the_socket_and_falls_back_in_process(warm, search
     assert index.get().run(request)[0].path == "incidents/e4711.md"
     assert index.get_document("incidents/e4711.md").path == "incidents/e4711.md"
     assert index.get_document("no/such.md") is None
+    recent = contract.recent_request(days=36600, limit=3)
+    assert [document.path for document in index.recent(recent)] == [d.path for d in searcher.recent(recent)]
+    assert index.recent(recent) == searcher.recent(recent) and len(index.recent(recent)) == 3
     assert Local.calls == 0
 
     off = dataclasses.replace(settings, warm_socket="off")
@@ -211,7 +214,8 @@ def test_the_mcp_searcher_asks_the_socket_and_falls_back_in_process(warm, search
     fallback = WarmSearcher(off, Local())
     assert fallback.run(request) == searcher.run(request)
     assert fallback.get_document("incidents/e4711.md") == searcher.get_document("incidents/e4711.md")
-    assert Local.calls == 2
+    assert fallback.recent(recent) == searcher.recent(recent)
+    assert Local.calls == 3
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a client of another user")
