@@ -133,6 +133,11 @@ def test_errors_are_answers_and_the_service_goes_on(warm, settings):
         warm_client.call({"op": "get_document", "id_or_path": " "}, settings)
     with pytest.raises(InvalidInput, match="k must be"):
         warm_client.call({"op": "search", "request": {"query": "x", "k": 1000}}, settings)
+    with pytest.raises(InvalidInput, match="limit"):
+        warm_client.call({"op": "recent", "request": {"since": "2026-01-01", "limit": 0}}, settings)
+    for fields in ({"since": "2026-01-01", "owner": "me"}, "7d"):
+        with pytest.raises(InvalidInput, match="the fields of a RecentRequest"):
+            warm_client.call({"op": "recent", "request": fields}, settings)
     lines = (
         b"not json\n"
         b"[1, 2]\n"
