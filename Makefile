@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PY := $(VENV)/bin/python
 
-.PHONY: install run test test-fast test-integration test-system bench clean
+.PHONY: install browser run test test-fast test-integration test-system bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,20 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 install: $(VENV)/.installed
 
+# What the browser tests (tests/system/test_web_browser.py) drive: Debian's chromium (by apt-get,
+# when root and it is missing) through Playwright for Python (the `browser` extra, by pip into the
+# venv), never a browser `playwright install` downloads. Checked on every run, in milliseconds when
+# both are there; without either the tests skip and say why.
+browser: install
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		timeout 600 sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null' \
+			|| echo "make: chromium unavailable; the browser tests will be skipped" >&2; \
+	fi
+	@if ! $(PY) -c "import playwright" >/dev/null 2>&1; then \
+		timeout 300 $(PY) -m pip install --quiet "playwright>=1.45" \
+			|| echo "make: playwright unavailable; the browser tests will be skipped" >&2; \
+	fi
+
 run: install
 	$(VENV)/bin/pgrecall index "$(NOTES)"
 	@echo
@@ -27,7 +41,7 @@ run: install
 	@echo "  $(VENV)/bin/pgrecall search \"how are results ranked\""
 	@echo "  $(VENV)/bin/pgrecall search E-4711 --json"
 
-test: install
+test: install browser
 	$(PY) -m pytest
 
 # The unit tier (no database, no model, no process) but its few slow tests; seconds.
@@ -37,7 +51,7 @@ test-fast: install
 test-integration: install
 	$(PY) -m pytest tests/integration
 
-test-system: install
+test-system: install browser
 	$(PY) -m pytest tests/system
 
 bench: install

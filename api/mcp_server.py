@@ -1,6 +1,6 @@
 """`pgrecall mcp`: the index and the memories as Model Context Protocol tools over stdio (the official SDK).
 
-search_memory and get_document read the index. remember, update_memory and
+search_memory, get_document and recent_memories read the index (an IndexReader). remember, update_memory and
 forget write notes of the memory folder (nothing else: a user's own notes are
 never changed), through a memory client the caller passes in (this module never
 imports the write path); list_memories reads that folder. Hits and memories are
@@ -35,7 +35,7 @@ from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import ValidationError
 
 from pgrecall import contract
-from pgrecall.api.search import Searcher
+from pgrecall.api.search import IndexReader
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
 from pgrecall.memory_client import MemoryWriter, NearDuplicate
@@ -142,7 +142,7 @@ def _call(work: Callable[[], T]) -> T:
         raise ToolError(reason(exc)) from None
 
 
-def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
+def add_search_memory(server: MCPServer, searcher: Lazy[IndexReader]) -> None:
     @server.tool(annotations=READ_ONLY)
     async def search_memory(
         ctx: Context,
@@ -189,7 +189,7 @@ def add_search_memory(server: MCPServer, searcher: Lazy[Searcher]) -> None:
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}
 
 
-def add_get_document(server: MCPServer, searcher: Lazy[Searcher]) -> None:
+def add_get_document(server: MCPServer, searcher: Lazy[IndexReader]) -> None:
     @server.tool(annotations=READ_ONLY)
     def get_document(id_or_path: str) -> dict[str, Any]:
         """Fetch one whole document: a note or conversation, with all its text.
@@ -218,7 +218,7 @@ def add_get_document(server: MCPServer, searcher: Lazy[Searcher]) -> None:
         }
 
 
-def add_recent_memories(server: MCPServer, searcher: Lazy[Searcher]) -> None:
+def add_recent_memories(server: MCPServer, searcher: Lazy[IndexReader]) -> None:
     @server.tool(annotations=READ_ONLY)
     def recent_memories(
         project: str | None = None, days: int = contract.DEFAULT_RECENT_DAYS, kind: str | None = None, limit: int = 20
@@ -412,7 +412,7 @@ def add_list_memories(server: MCPServer, memories: Lazy[MemoryWriter], memory_fo
 
 
 def create_server(
-    searcher: Lazy[Searcher], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
+    searcher: Lazy[IndexReader], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
 ) -> MCPServer:
     """`searcher` and `memories` are built by the caller (a Startup of each, or Ready): this module
     never imports the write path. `memories` None serves no memory tools. `memory_folder`:
@@ -432,7 +432,7 @@ def create_server(
 
 
 def serve_stdio(
-    searcher: Lazy[Searcher], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
+    searcher: Lazy[IndexReader], memories: Lazy[MemoryWriter] | None = None, memory_folder: Path | None = None
 ) -> None:
     """Serve over stdio until the client closes; the Startups (or what was passed) are closed with it."""
     try:

@@ -14,7 +14,7 @@ import atexit
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, Protocol
 
 from pgrecall import contract, database, status
 from pgrecall.api import enrich, reader, store
@@ -88,6 +88,18 @@ def _keyword_arms(session: store.ReadSession, variants: list[str], limit: int, d
         _ranked("keyword", session.keyword_arm(variant, limit, depth), _variant_weight(position))
         for position, variant in enumerate(variants)
     ]
+
+
+class IndexReader(Protocol):
+    """What the MCP tools read the index with: a Searcher in-process, or pgrecall.cli.warm.WarmSearcher,
+    which asks serve's warm socket first (pgrecall.api.warm_server answers each method with a Searcher).
+    A method a tool calls is here, so that neither can lack it (tests/unit/test_warm_client.py)."""
+
+    def run(self, request: SearchRequest) -> list[Hit]: ...
+
+    def get_document(self, id_or_path: int | str) -> Document | None: ...
+
+    def recent(self, request: contract.RecentRequest) -> list[store.RecentDocument]: ...
 
 
 class Searcher:

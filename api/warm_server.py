@@ -3,7 +3,7 @@
 `pgrecall serve` runs one (pgrecall.cli.warm), so that hooks, `pgrecall search` and
 `pgrecall mcp` get their answers without starting a model of their own
 (pgrecall.warm_client is the client and describes the protocol). Read-only: it
-answers search and get_document with the Searcher it is given, nothing else.
+answers search, get_document and recent with the Searcher it is given, nothing else.
 
 The socket is created with mode 0600 before anyone can connect to it: bound in a
 new folder of mode 0700 beside its path, then renamed over that path (replacing
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import inspect
 import json
 import os
@@ -26,13 +27,16 @@ import socket
 import struct
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from pgrecall import contract
 from pgrecall.errors import PgRecallError, first_line, reason
 from pgrecall.warm_client import MAX_REQUEST_BYTES, answers_at, encode, error_answer
+
+if TYPE_CHECKING:
+    from pgrecall.api.search import IndexReader
 
 IDLE_TIMEOUT_S = 300.0  # a connection that sends nothing for this long is closed
 BACKLOG = 64
@@ -44,6 +48,7 @@ REQUEST_FIELDS = frozenset(
     for name, parameter in inspect.signature(contract.search_request).parameters.items()
     if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 )
+RECENT_FIELDS = frozenset(field.name for field in dataclasses.fields(contract.RecentRequest))
 
 log = structlog.get_logger(__name__)
 
@@ -52,17 +57,11 @@ class SocketInUse(PgRecallError):
     """Another warm search service answers at this socket."""
 
 
-class SearchService(Protocol):  # pgrecall.api.search.Searcher
-    def run(self, request: contract.SearchRequest) -> list[contract.Hit]: ...
-
-    def get_document(self, id_or_path: int | str) -> Any: ...
-
-
 def _error(exc: BaseException) -> dict[str, Any]:
     return error_answer(first_line(exc) if isinstance(exc, PgRecallError) else reason(exc), type(exc).__name__)
 
 
-def answer(searcher: SearchService, message: Any) -> dict[str, Any]:
+def answer(searcher: IndexReader, message: Any) -> dict[str, Any]:
     """The answer to one decoded request line: hits, a document, or an error (never raised)."""
     try:
         if not isinstance(message, dict):
@@ -83,7 +82,13 @@ def answer(searcher: SearchService, message: Any) -> dict[str, Any]:
                 return error_answer("id_or_path must be a document id or a path", "InvalidInput")
             found = searcher.get_document(id_or_path)
             return {"ok": True, "document": found.to_dict() if found is not None else None}
-        return error_answer(f"unknown op {str(op)[:40]!r}; use search or get_document", "InvalidInput")
+        if op == "recent":
+            fields = message.get("request")
+            if not isinstance(fields, dict) or set(fields) - RECENT_FIELDS:
+                return error_answer("a recent request carries the fields of a RecentRequest", "InvalidInput")
+            request = contract.recent_request(**fields)
+            return {"ok": True, "documents": [document.to_json() for document in searcher.recent(request)]}
+        return error_answer(f"unknown op {str(op)[:40]!r}; use search, get_document or recent", "InvalidInput")
     except Exception as exc:  # the client gets the reason in one line; the service goes on
         return _error(exc)
 
@@ -123,7 +128,7 @@ def _same_user(sock: socket.socket | None) -> bool:
 class WarmServer:
     """Serves `searcher` at `path` from start() until close(); the socket file is removed at close."""
 
-    def __init__(self, searcher: SearchService, path: Path, workers: int = 4):
+    def __init__(self, searcher: IndexReader, path: Path, workers: int = 4):
         self.searcher = searcher
         self.path = path
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgrecall-warm")

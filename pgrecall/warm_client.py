@@ -10,8 +10,10 @@ The protocol, one JSON object per line each way (pgrecall.api.warm_server answer
         -> {"ok": true, "hits": [<Hit.to_json()>, ...]}
     {"op": "get_document", "id_or_path": 12}
         -> {"ok": true, "document": <the document's JSON> | null}
+    {"op": "recent", "request": {<the fields of contract.RecentRequest>}}
+        -> {"ok": true, "documents": [<RecentDocument.to_json()>, ...]}
     any failure -> {"ok": false, "error": "one line", "type": "InvalidInput"}
-A request is carried as its dataclass fields and rebuilt by contract.search_request,
+A request is carried as its dataclass fields and rebuilt by contract.search_request (recent_request),
 so fields added to SearchRequest pass through unchanged.
 
 Imports only the standard library and pgrecall.contract: its point is a process
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall import contract, errors
-from pgrecall.contract import Hit, SearchRequest
+from pgrecall.contract import Hit, RecentRequest, SearchRequest
 from pgrecall.settings import Settings
 
 SOCKET_NAME = "search.sock"
@@ -200,3 +202,14 @@ def get_document(id_or_path: int | str, settings: Settings, timeout: float = DEF
     if reply is None:
         return None
     return Found(reply.get("document"))
+
+
+def recent(
+    request: RecentRequest, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S
+) -> list[dict[str, Any]] | None:
+    """The documents of `request` as the service's Searcher.recent gives them (their to_json()); None when
+    no service runs."""
+    reply = call({"op": "recent", "request": dataclasses.asdict(request)}, settings, timeout)
+    if reply is None:
+        return None
+    return list(reply["documents"])

@@ -22,8 +22,8 @@ from pgrecall.settings import Settings
 if TYPE_CHECKING:
     from pgrecall.api.search import Searcher
     from pgrecall.api.startup import Startup
-    from pgrecall.api.store import Document
-    from pgrecall.contract import Hit, SearchRequest
+    from pgrecall.api.store import Document, RecentDocument
+    from pgrecall.contract import Hit, RecentRequest, SearchRequest
 
 POOL_SIZE = 4  # connections, and threads answering at once
 
@@ -73,7 +73,7 @@ async def serve_warm(settings: Settings) -> None:
 
 
 class WarmSearcher:
-    """What `pgrecall mcp` searches with (the Lazy[Searcher] of pgrecall.api.mcp_server): each call asks
+    """What `pgrecall mcp` reads the index with (an IndexReader, the Lazy of pgrecall.api.mcp_server): each call asks
     serve's warm service, and only when none runs the in-process searcher `local`, started by the first
     call that needs it, so that a session beside a running serve never loads a model."""
 
@@ -97,6 +97,12 @@ class WarmSearcher:
             return self.local.get().get_document(id_or_path)
         return document_of(found.document) if found.document is not None else None
 
+    def recent(self, request: RecentRequest) -> list[RecentDocument]:
+        found = warm_client.recent(request, self.settings)
+        if found is None:
+            return self.local.get().recent(request)
+        return [recent_document_of(document) for document in found]
+
 
 def document_of(data: dict[str, Any]) -> Document:
     """A Document rebuilt from its to_dict(), as the warm service sends it."""
@@ -108,3 +114,10 @@ def document_of(data: dict[str, Any]) -> Document:
         if fields[name]:
             fields[name] = datetime.datetime.fromisoformat(fields[name])
     return Document(**fields)
+
+
+def recent_document_of(data: dict[str, Any]) -> RecentDocument:
+    """A RecentDocument rebuilt from its to_json(), as the warm service sends it."""
+    from pgrecall.api.store import RecentDocument
+
+    return RecentDocument(**{**data, "occurred_at": datetime.datetime.fromisoformat(data["occurred_at"])})

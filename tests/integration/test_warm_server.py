@@ -133,6 +133,11 @@ def test_errors_are_answers_and_the_service_goes_on(warm, settings):
         warm_client.call({"op": "get_document", "id_or_path": " "}, settings)
     with pytest.raises(InvalidInput, match="k must be"):
         warm_client.call({"op": "search", "request": {"query": "x", "k": 1000}}, settings)
+    with pytest.raises(InvalidInput, match="limit"):
+        warm_client.call({"op": "recent", "request": {"since": "2026-01-01", "limit": 0}}, settings)
+    for fields in ({"since": "2026-01-01", "owner": "me"}, "7d"):
+        with pytest.raises(InvalidInput, match="the fields of a RecentRequest"):
+            warm_client.call({"op": "recent", "request": fields}, settings)
     lines = (
         b"not json\n"
         b"[1, 2]\n"
@@ -204,6 +209,9 @@ def test_the_mcp_searcher_asks_the_socket_and_falls_back_in_process(warm, search
     assert index.get().run(request)[0].path == "incidents/e4711.md"
     assert index.get_document("incidents/e4711.md").path == "incidents/e4711.md"
     assert index.get_document("no/such.md") is None
+    recent = contract.recent_request(days=36600, limit=3)
+    assert [document.path for document in index.recent(recent)] == [d.path for d in searcher.recent(recent)]
+    assert index.recent(recent) == searcher.recent(recent) and len(index.recent(recent)) == 3
     assert Local.calls == 0
 
     off = dataclasses.replace(settings, warm_socket="off")
@@ -211,7 +219,8 @@ def test_the_mcp_searcher_asks_the_socket_and_falls_back_in_process(warm, search
     fallback = WarmSearcher(off, Local())
     assert fallback.run(request) == searcher.run(request)
     assert fallback.get_document("incidents/e4711.md") == searcher.get_document("incidents/e4711.md")
-    assert Local.calls == 2
+    assert fallback.recent(recent) == searcher.recent(recent)
+    assert Local.calls == 3
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a client of another user")

@@ -2,7 +2,7 @@
 
 `pgrecall ui --no-browser` serves an index of the example notes, a hostile note and a file that
 cannot be indexed. Skipped, with the reason, where Playwright or the chromium binary is missing
-(.ci/run installs both); Playwright never downloads a browser here (`executable_path`).
+(`make test` installs both: its `browser` step); Playwright never downloads a browser here (`executable_path`).
 """
 
 import json
@@ -24,7 +24,9 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Pyt
 WAIT_MS = 60_000  # for page state under a loaded machine: each wait ends as soon as the state is there
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run does)", allow_module_level=True)
+    pytest.skip(
+        "no chromium binary on PATH (Debian: apt-get install chromium; make test does)", allow_module_level=True
+    )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
 HOSTILE = (

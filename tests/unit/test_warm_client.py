@@ -99,3 +99,37 @@ def test_the_command_table_names_each_modules_commands():
     assert tuple(subparsers.choices) == tuple(c for commands in COMMAND_MODULES.values() for c in commands)
     assert command_of(["-v", "search", "-k", "3", "x"]) == "search" and command_of(["--help"]) is None
     assert len(command_modules("no-such-command")) == len(COMMAND_MODULES)
+
+
+def test_the_warm_searcher_and_the_searcher_read_the_index_alike():
+    """`pgrecall mcp` always reads through a WarmSearcher: each method of IndexReader (what the MCP
+    tools call) is on it and on the Searcher with the same parameters, and the warm service answers it.
+    recent_memories once failed on every call: the WarmSearcher had no `recent`."""
+    import inspect
+
+    from pgrecall.api import warm_server
+    from pgrecall.api.search import IndexReader, Searcher
+    from pgrecall.cli.warm import WarmSearcher
+
+    members = [name for name, value in vars(IndexReader).items() if inspect.isfunction(value) and name[0] != "_"]
+    assert {"run", "get_document", "recent"} <= set(members)
+    for name in members:
+        expected = list(inspect.signature(getattr(IndexReader, name)).parameters)
+        for implementation in (Searcher, WarmSearcher):
+            assert callable(getattr(implementation, name, None)), f"{implementation.__name__} lacks {name}"
+            parameters = list(inspect.signature(getattr(implementation, name)).parameters)
+            assert parameters[: len(expected)] == expected, (implementation.__name__, name)
+    for op in members:  # each method is an op of the warm service ("run" is its "search")
+        assert f'"{"search" if op == "run" else op}"' in inspect.getsource(warm_server.answer), op
+
+
+def test_a_recent_request_travels_as_its_fields(tmp_path):
+    from pgrecall.api.store import RecentDocument
+    from pgrecall.cli.warm import recent_document_of
+
+    request = contract.recent_request(project="/work/apollo", days=3, kind="markdown", limit=5)
+    fields = json.loads(warm_client.encode({"request": dataclasses.asdict(request)}))["request"]
+    assert contract.recent_request(**fields) == request
+    moment = datetime.datetime(2026, 11, 2, 9, 30, tzinfo=datetime.UTC)
+    document = RecentDocument(7, "/notes", "a.md", "markdown", None, "/work/apollo", moment, None)
+    assert recent_document_of(json.loads(warm_client.encode(document.to_json()))) == document
