@@ -12,7 +12,12 @@ AND (%(path_prefix)s::text IS NULL
      OR starts_with(CASE WHEN starts_with(%(path_prefix)s, '/') THEN d.source_root || '/' || d.path ELSE d.path END,
                     %(path_prefix)s))
 AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
-AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
+AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s
+     -- Key by key, a value also matches a front-matter list holding it (`tags: [incident]`
+     -- for tags=incident): containment alone wants the same shape on both sides.
+     OR NOT EXISTS (SELECT FROM jsonb_each(%(metadata)s) wanted
+                    WHERE NOT d.metadata @> jsonb_build_object(wanted.key, wanted.value)
+                      AND NOT d.metadata @> jsonb_build_object(wanted.key, jsonb_build_array(wanted.value))))
 AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
 AND (%(project)s::text IS NULL OR d.project = %(project)s)
 AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
