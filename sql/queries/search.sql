@@ -177,6 +177,18 @@ WHERE c.id = ANY(%(chunk_ids)s)
 -- The language of each candidate chunk (0024), for fusion (pgrecall.api.fuse.language_weights).
 SELECT id AS chunk_id, language FROM pgrecall.chunks WHERE id = ANY(%(chunk_ids)s)
 
+-- headlines --
+-- Texts the web page shows of hits, each with the query's words marked (between %(start)s and
+-- %(stop)s) as the keyword arm reads them in the language of the chunk it goes with: whole words,
+-- stems matched (tomato: tomatoes), stop words never (pgrecall.api.web_text.marked).
+SELECT ts_headline(l.language::regconfig, h.text, plainto_tsquery(l.language::regconfig, %(query)s),
+                   format('HighlightAll=true, StartSel=%%s, StopSel=%%s', %(start)s::text, %(stop)s::text))
+FROM unnest(%(texts)s::text[], %(chunk_ids)s::bigint[]) WITH ORDINALITY AS h(text, chunk_id, n)
+CROSS JOIN LATERAL (
+    SELECT coalesce((SELECT c.language FROM pgrecall.chunks c WHERE c.id = h.chunk_id), 'simple') AS language
+) l
+ORDER BY h.n
+
 -- index_languages --
 -- The languages the index holds documents of (0024): base rows plus deltas.
 SELECT language FROM (
