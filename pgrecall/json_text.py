@@ -102,8 +102,6 @@ def _kept(old: list[tuple[Any, Any]], new: list[tuple[Any, Any]], by_key: bool) 
     (their values may change), items only when the same."""
     if by_key:
         old_keys = [key for key, _ in old]
-        if len(set(old_keys)) != len(old_keys):
-            return None
         kept = [old_keys.index(key) if key in old_keys else None for key, _ in new]
     else:
         kept, cursor = [], 0
@@ -124,12 +122,14 @@ def _container(text: str, node: _Node, old: Any, new: Any, style: _Style, line_i
     closing = "}" if by_key else "]"
     old_items = list(old.items()) if by_key else list(enumerate(old))
     new_items = list(new.items()) if by_key else list(enumerate(new))
-    if not by_key and len(old) == len(new):
-        kept: list[int | None] | None = list(range(len(new)))  # item by item, each in its place
+    if by_key and [child.key for child in node.children] != list(old):
+        kept: list[int | None] | None = None  # a key written twice: which one json.loads kept is not placed
+    elif not by_key and len(old) == len(new):
+        kept = list(range(len(new)))  # item by item, each in its place
     else:
         kept = _kept(old_items, new_items, by_key)
-    if kept is None:
-        return _dumps(new, style, line_indent)
+    if kept is None:  # written again whole, on one line if it was
+        return _dumps(new, style, line_indent if "\n" in text[node.start : node.end] else None)
     if not new_items:
         return node.opening + closing
     children = node.children

@@ -96,3 +96,52 @@ def test_a_reordered_object_is_written_again_whole_and_escaping_follows_the_file
 def test_same_tells_json_types_and_member_order_apart():
     assert same({"a": [1, {"b": None}]}, {"a": [1, {"b": None}]})
     assert not same(1, True) and not same(1, 1.0) and not same({"a": 1, "b": 2}, {"b": 2, "a": 1})
+
+
+def test_an_object_with_a_key_written_twice_is_written_again_whole_when_it_changes():
+    text = '{"a": 1, "b": 2, "a": 3}'
+    assert edited_text(text, {"a": 3, "b": 2}) == text  # unchanged: as it was
+    assert edited_text(text, {"a": 3, "b": 2, "c": 4}) == '{"a": 3, "b": 2, "c": 4}'
+
+
+def _random_value(rnd, depth=0):
+    if depth > 3 or rnd.random() < 0.4:
+        return rnd.choice([1, 2.5, True, None, "x", "é", 'a"b', [], {}])
+    if rnd.random() < 0.5:
+        return [_random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+    return {rnd.choice("abcdefg"): _random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
+
+
+def _random_edit(rnd, value, depth=0):
+    """`value` with one member or item removed, added or edited somewhere in it (in place)."""
+    if not isinstance(value, dict | list):
+        return _random_value(rnd, depth + 1)
+    keys = list(value) if isinstance(value, dict) else list(range(len(value)))
+    choice = rnd.random()
+    if keys and choice < 0.3:
+        del value[rnd.choice(keys)]
+    elif choice < 0.6:
+        if isinstance(value, dict):
+            value[rnd.choice("hijk")] = _random_value(rnd, depth + 1)
+        else:
+            value.insert(rnd.randint(0, len(value)), _random_value(rnd, depth + 1))
+    elif keys:
+        key = rnd.choice(keys)
+        value[key] = _random_edit(rnd, value[key], depth + 1)
+    return value
+
+
+def test_any_edit_gives_the_edited_data_and_no_edit_the_text_as_it_was():
+    import copy
+    import random
+
+    rnd = random.Random(38)
+    styles = [{"indent": 2}, {"indent": "\t"}, {}, {"separators": (",", ":")}, {"indent": 4, "ensure_ascii": False}]
+    for _ in range(3000):
+        data = {key: _random_value(rnd, 1) for key in "pqrs"[: rnd.randint(0, 4)]}
+        text = json.dumps(data, **rnd.choice(styles)) + rnd.choice(["", "\n"])
+        new = _random_edit(rnd, copy.deepcopy(data))
+        result = edited_text(text, new, ensure_ascii=True)
+        assert same(json.loads(result), new), (text, new, result)
+        if same(data, new):
+            assert result == text
