@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import re
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
@@ -166,6 +167,14 @@ class Searcher:
             check_text(id_or_path, "the document path")
         with self.pool.connection() as conn, conn.transaction():
             return store.document(conn, id_or_path)
+
+    def headlines(self, query: str, texts: Sequence[tuple[str, int]], start: str, stop: str) -> list[str]:
+        """Each (text, chunk id)'s text with the query's words between `start` and `stop`, as the
+        keyword arm reads them in the chunk's language (store.headlines)."""
+        if not texts:
+            return []
+        with self.pool.connection() as conn, conn.transaction():
+            return store.headlines(conn, query, texts, start, stop)
 
     def recent(self, request: contract.RecentRequest) -> list[store.RecentDocument]:
         """Documents by their own time, newest first, for a request built by contract.recent_request."""

@@ -227,6 +227,21 @@ def wait_for_index(conn: psycopg.Connection, wait_s: float = INDEX_WAIT_S) -> No
         time.sleep(0.25)
 
 
+def headlines(
+    conn: psycopg.Connection, query: str, texts: Sequence[tuple[str, int]], start: str, stop: str
+) -> list[str]:
+    """Each (text, chunk id)'s text with the query's words between `start` and `stop`, in the chunk's language."""
+    params = {
+        "query": query,
+        "texts": [text for text, _ in texts],
+        "chunk_ids": [chunk_id for _, chunk_id in texts],
+        "start": start,
+        "stop": stop,
+    }
+    with conn.cursor(row_factory=scalar_row) as cursor:
+        return cursor.execute(_RAW["headlines"], params).fetchall()
+
+
 def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
     check_url(url)
     pool = ConnectionPool(url, min_size=1, max_size=max_size, configure=_configure_read_only, open=False)

@@ -23,10 +23,8 @@ Safety (mount() installs it):
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import hmac
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,14 +37,15 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from starlette.datastructures import Headers
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pgrecall import contract, kinds
 from pgrecall.api import editor
-from pgrecall.api.search import Searcher
+from pgrecall.api.search import Searcher, make_snippet
+from pgrecall.api.web_text import MARK_END, MARK_START, breadcrumb, marked, minute, plain_text
 from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 
@@ -68,14 +67,13 @@ SECURITY_HEADERS = {
 CONVERSATION_KINDS = frozenset(
     {kinds.CLAUDE_CONVERSATION, kinds.CLAUDE_CODE_SESSION, kinds.CHATGPT_CONVERSATION, kinds.CLAUDE_PROJECT}
 )
-MAX_HIGHLIGHT_TERMS = 32
 EDITOR_READ_ONLY = "this page is read-only (pgrecall api --read-only): it opens no editor"
-_WORDS = re.compile(r"\w+")
 
 # CommonMark with tables; raw HTML off, so `<script>` in a note is text. markdown-it's own
 # link check refuses javascript:, vbscript:, file: and data: (but images) URLs.
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+templates.env.filters["minute"] = minute
 log = structlog.get_logger(__name__)
 
 
@@ -84,23 +82,25 @@ def render_markdown(text: str) -> Markup:
     return Markup(_markdown.render(text))
 
 
-def highlight(text: str, query: str) -> Markup:
-    """`text` escaped, each of the query's words in it (case-insensitive) wrapped in <mark>."""
-    tokens = {t.strip(".,;:!?\"'()[]{}").lower() for t in query.split()}  # identifiers whole: E-4711
-    words = sorted(
-        {w for w in tokens | {w.lower() for w in _WORDS.findall(query)} if len(w) > 1}, key=len, reverse=True
-    )
-    if not words:
-        return escape(text)
-    pattern = re.compile("|".join(re.escape(w) for w in words[:MAX_HIGHLIGHT_TERMS]), re.IGNORECASE)
-    parts: list[Markup] = []
-    last = 0
-    for match in pattern.finditer(text):
-        parts.append(escape(text[last : match.start()]))
-        parts.append(Markup("<mark>%s</mark>") % match.group())
-        last = match.end()
-    parts.append(escape(text[last:]))
-    return Markup("").join(parts)
+def shown_hits(searcher: Searcher, hits: Sequence[contract.Hit], query: str) -> list[dict[str, Any]]:
+    """What the results list shows of each hit: its title and a snippet of the words its Markdown
+    shows, the query's words marked (whole words, stop words never: Searcher.headlines), its
+    heading as a breadcrumb. The JSON API's `snippet` stays the passage's text as written."""
+    shown = []
+    for hit in hits:
+        words = hit.text if hit.kind == kinds.TEXT else plain_text(hit.text)
+        heading = breadcrumb(hit.heading)
+        shown.append(
+            {"title": hit.title or heading or hit.path, "snippet": make_snippet(words, query), "heading": heading}
+        )
+    texts = [
+        (item[field], hit.chunk_id) for item, hit in zip(shown, hits, strict=True) for field in ("title", "snippet")
+    ]
+    headlines = iter(searcher.headlines(query, texts, MARK_START, MARK_END))
+    for item in shown:
+        item["title"] = marked(next(headlines), item["title"])
+        item["snippet"] = marked(next(headlines), item["snippet"])
+    return shown
 
 
 def passage_key(text: str) -> str:
@@ -318,15 +318,14 @@ def router(
             "hits": [
                 {
                     "hit": hit,
-                    "title": highlight(hit.title or hit.heading or hit.path, q),
-                    "snippet": highlight(hit.snippet, q),
+                    **shown,
                     "why": why_matched(hit),
-                    "date": _date(hit.occurred_at or hit.modified),
+                    "date": minute(hit.occurred_at or hit.modified),
                     "link": f"/documents/{hit.document_id}?"
                     + urlencode({"passage": passage_key(hit.text), "q": q})
                     + f"#p-{passage_key(hit.text)}",
                 }
-                for hit in hits
+                for hit, shown in zip(hits, shown_hits(searcher, hits, q), strict=True)
             ],
             "error": error,
         }
@@ -353,7 +352,7 @@ def router(
         chunks = [
             {
                 "key": passage_key(chunk["text"]),
-                "heading": chunk["heading"],
+                "heading": breadcrumb(chunk["heading"]),
                 "role": role_of(chunk["heading"]) if conversation else None,
                 "html": render_markdown(chunk["text"]),
                 "hit": bool(passage) and passage_key(chunk["text"]) == passage,
@@ -369,7 +368,7 @@ def router(
             "q": q,
             "file_url": location.as_uri() if location.is_absolute() else None,
             "location": str(location),
-            "date": _date(found.occurred_at or found.mtime),
+            "date": minute(found.occurred_at or found.mtime),
             "passage": passage,
             "editor": editor_command is not None and not read_only and location.is_absolute(),
             "opened": opened,
@@ -418,7 +417,3 @@ def router(
 def file_of(found: Any) -> Path:
     """The file a document was read from (a conversation of an export: the export's file)."""
     return Path(found.source_root) / found.path.split("#", 1)[0]
-
-
-def _date(value: datetime.datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if value else ""

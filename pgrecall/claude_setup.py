@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pgrecall.errors import ConfigurationError, InvalidInput
+from pgrecall.json_text import edited_text
 
 SERVER_NAME = "pgrecall"
 # Claude Code's hook event -> the `pgrecall hook` subcommand that answers it.
@@ -219,20 +220,21 @@ def without_mcp_server(config: object) -> dict:
 
 
 def render(data: dict, original: str | None = None) -> str:
-    """`data` as JSON written the way `original` was: its indent, its escaping, its final newline.
+    """`data` as JSON written into `original`: what it does not change stays byte for byte (the
+    user's one-line arrays, spacing, final newline); what it adds or changes is written with the
+    original's indent and escaping.
 
     Claude Code writes its files as JSON.stringify(data, null, 2) does, which json.dumps(indent=2,
     ensure_ascii=False) matches byte for byte; an ASCII-only original keeps escaping the rest."""
     if original is None:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    indent: str | int = 2
+    indent = "  "
     for line in original.splitlines()[1:]:
         stripped = line.lstrip(" \t")
         if stripped and stripped != line:
             indent = line[: len(line) - len(stripped)]
             break
-    text = json.dumps(data, indent=indent, ensure_ascii=original.isascii())
-    return text + "\n" if original.endswith("\n") else text
+    return edited_text(original, data, indent=indent, ensure_ascii=original.isascii())
 
 
 def unified_diff(path: str, before: str | None, after: str) -> str:

@@ -274,7 +274,12 @@ FILTERS = (
     FilterField("root", str, "a watched folder's name, as given to serve/watch (memories: the memory folder)", "notes"),
     FilterField("path_prefix", str, "paths starting with this: relative to the root, or absolute", "projects/"),
     FilterField("kind", str, f"one of {', '.join(kinds.SEARCHABLE)}", "markdown"),
-    FilterField("metadata", dict, "front matter to match (containment)", {"project": "apollo"}),
+    FilterField(
+        "metadata",
+        dict,
+        "front matter to match (containment; a value also matches a list holding it)",
+        {"project": "apollo"},
+    ),
     FilterField("modified_since", str, "ISO date or time, on the file's modification time", "2026-01-01"),
     FilterField(
         "project", str, "the project's folder (its git top-level) or name: only its documents", "/home/me/apollo"

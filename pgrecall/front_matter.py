@@ -37,6 +37,17 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return metadata, text[match.end() :]
 
 
+def lenient_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
+    """(metadata, body, problem) for the indexer: front matter split_front_matter cannot read is
+    kept as the body's text, with no metadata and the reason as `problem`, the way Obsidian still
+    shows such a note; its words stay findable (a title with a colon is a common cause)."""
+    try:
+        metadata, body = split_front_matter(text)
+    except ValueError as exc:
+        return {}, text, str(exc)
+    return metadata, body, None
+
+
 def _spend(budget: list[int], amount: int) -> None:
     budget[0] -= amount
     if budget[0] < 0:

@@ -12,6 +12,13 @@ ERROR_CODE_NOTES = {
     "notes/postgres.txt": "Autovacuum settings: lower the scale factor on large tables.",
 }
 
+# Front matter with a tag as a list, as a scalar, and another tag: `tags=incident` matches the first two.
+TAGGED_NOTES = {
+    "failover.md": "---\ntags: [incident, database]\nstatus: open\n---\n# Failover\n\nThe replica was promoted.",
+    "disk.md": "---\ntags: incident\nstatus: closed\n---\n# Disk\n\nThe disk filled and the replica stopped.",
+    "roadmap.md": "---\ntags: [planning]\nstatus: open\n---\n# Roadmap\n\nA second replica next quarter.",
+}
+
 
 def write_notes(root: Path, notes: dict[str, str | bytes]) -> Path:
     for relative, content in notes.items():

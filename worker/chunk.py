@@ -30,9 +30,10 @@ from pgrecall.worker.document import Chunk, Section
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
-# Raise when a change to this module changes the chunks of unchanged text: every
-# document chunked another way is then chunked and embedded again.
-CHUNKER_VERSION = 1
+# Raise when a change to this module or to an adapter changes the chunks of unchanged text:
+# every document is then read and chunked again (its vectors kept where its text is unchanged).
+# 2: a Markdown note of headings alone has a chunk, front matter that is not YAML is text.
+CHUNKER_VERSION = 2
 
 
 def chunking_signature(chunk_tokens: int, redact_secrets: bool = True) -> str:

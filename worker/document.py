@@ -30,6 +30,9 @@ class ParsedDocument:
     # Its own time: a note's created, a conversation's or session's last message. None: the
     # file's modification time stands in.
     occurred_at: datetime.datetime | None = None
+    # What was read another way than the file meant, one line each (front matter that is not
+    # YAML, kept as text): logged as file_warning, the document indexed all the same.
+    warnings: tuple[str, ...] = ()
 
 
 def moment(value: Any) -> datetime.datetime | None:

@@ -447,6 +447,9 @@ class Indexer:
         A chunk whose embedding text the document already has in this space keeps its vector."""
         if not documents:
             return _Written()
+        for document in documents:
+            for warning in document.warnings:
+                log.warning("file_warning", root=attempt.root, path=document.path, warning=warning)
         attempt.stage = "chunk"
         async with self.pool.connection() as conn:
             known = await store.stored_chunks(

@@ -12,7 +12,12 @@ AND (%(path_prefix)s::text IS NULL
      OR starts_with(CASE WHEN starts_with(%(path_prefix)s, '/') THEN d.source_root || '/' || d.path ELSE d.path END,
                     %(path_prefix)s))
 AND (%(kind)s::text IS NULL OR d.kind = %(kind)s)
-AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s)
+AND (%(metadata)s::jsonb IS NULL OR d.metadata @> %(metadata)s
+     -- Key by key, a value also matches a front-matter list holding it (`tags: [incident]`
+     -- for tags=incident): containment alone wants the same shape on both sides.
+     OR NOT EXISTS (SELECT FROM jsonb_each(%(metadata)s) wanted
+                    WHERE NOT d.metadata @> jsonb_build_object(wanted.key, wanted.value)
+                      AND NOT d.metadata @> jsonb_build_object(wanted.key, jsonb_build_array(wanted.value))))
 AND (%(modified_since)s::timestamptz IS NULL OR d.mtime >= %(modified_since)s)
 AND (%(project)s::text IS NULL OR d.project = %(project)s)
 AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
@@ -171,6 +176,18 @@ WHERE c.id = ANY(%(chunk_ids)s)
 -- candidate_languages --
 -- The language of each candidate chunk (0024), for fusion (pgrecall.api.fuse.language_weights).
 SELECT id AS chunk_id, language FROM pgrecall.chunks WHERE id = ANY(%(chunk_ids)s)
+
+-- headlines --
+-- Texts the web page shows of hits, each with the query's words marked (between %(start)s and
+-- %(stop)s) as the keyword arm reads them in the language of the chunk it goes with: whole words,
+-- stems matched (tomato: tomatoes), stop words never (pgrecall.api.web_text.marked).
+SELECT ts_headline(l.language::regconfig, h.text, plainto_tsquery(l.language::regconfig, %(query)s),
+                   format('HighlightAll=true, StartSel=%%s, StopSel=%%s', %(start)s::text, %(stop)s::text))
+FROM unnest(%(texts)s::text[], %(chunk_ids)s::bigint[]) WITH ORDINALITY AS h(text, chunk_id, n)
+CROSS JOIN LATERAL (
+    SELECT coalesce((SELECT c.language FROM pgrecall.chunks c WHERE c.id = h.chunk_id), 'simple') AS language
+) l
+ORDER BY h.n
 
 -- index_languages --
 -- The languages the index holds documents of (0024): base rows plus deltas.

@@ -313,3 +313,13 @@ def test_a_read_only_api_refuses_writes_with_403(searcher, memories, memory_fold
     assert [m["id"] for m in read_only.get("/memories").json()["memories"]] == [saved.memory.id]
     assert [p.name for p in _notes(memory_folder)] == [saved.memory.path.rsplit("/", 1)[-1]]
     assert (memory_folder / saved.memory.path).read_text().count("Written before") == 1
+
+
+def test_a_metadata_filter_matches_a_front_matter_list(index, searcher, tmp_path):
+    from tests.notes import TAGGED_NOTES
+
+    index(write_notes(tmp_path / "tagged", TAGGED_NOTES))
+    client = TestClient(create_app(searcher))
+    filters = {"metadata": {"tags": "incident"}}
+    hits = client.post("/search", json={"query": "replica", "k": 10, "filters": filters}).json()["hits"]
+    assert sorted(h["path"] for h in hits) == ["disk.md", "failover.md"]

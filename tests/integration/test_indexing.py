@@ -1,5 +1,7 @@
 """The write path end to end: real queue, real workers, real model, real PostgreSQL."""
 
+import structlog
+
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes
 from tests.support.statistics import (
     EFFECTIVE_CORPUS_STATS,
@@ -69,11 +71,10 @@ def test_broken_files_are_recorded_and_skipped_while_the_rest_is_indexed(index, 
             "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
             "binary.md": b"# looks like markdown\x00\x01\x02",
             "latin1.txt": b"caf\xe9 cr\xe8me br\xfbl\xe9e",
-            "broken-front-matter.md": "---\ntitle: [unclosed\n---\nbody",
         },
     )
     summary = index(root)
-    assert summary.statuses == {"indexed": 4, "skipped": 2, "failed": 2}
+    assert summary.statuses == {"indexed": 4, "skipped": 2, "failed": 1}
     failures = dict(
         (path, (stage, error))
         for path, stage, error in rows(
@@ -83,8 +84,28 @@ def test_broken_files_are_recorded_and_skipped_while_the_rest_is_indexed(index, 
     assert failures["image.png"] == ("detect", "unsupported file type '.png'")
     assert failures["binary.md"] == ("detect", "binary file (contains NUL bytes)")
     assert failures["latin1.txt"][0] == "parse" and "UTF-8" in failures["latin1.txt"][1]
-    assert failures["broken-front-matter.md"][0] == "parse" and "front matter" in failures["broken-front-matter.md"][1]
     assert rows(db_url, "SELECT count(*) FROM pgrecall.chunks") == [(4,)]
+
+
+def test_notes_of_a_heading_alone_or_broken_front_matter_are_indexed_and_found(index, searcher, db_url, tmp_path):
+    """A note that is only a heading has one chunk of it; front matter that is not YAML is kept as
+    text, with a file_warning logged, and the note is indexed, not failed."""
+    notes = {
+        "heading-only.md": "---\ntags: [people]\n---\n# Sourdough starter feeding schedule\n",
+        "broken-front-matter.md": "---\ntitle: Meeting: lighthouse budget\n---\nThe keeper's cottage needs a roof.",
+    }
+    with structlog.testing.capture_logs() as logs:
+        summary = index(write_notes(tmp_path / "notes", notes))
+    assert summary.statuses == {"indexed": 2}
+    documents = rows(db_url, "SELECT path, chunk_count, error, metadata FROM pgrecall.documents ORDER BY path")
+    assert documents == [("broken-front-matter.md", 1, None, {}), ("heading-only.md", 1, None, {"tags": ["people"]})]
+    (warning,) = [event for event in logs if event["event"] == "file_warning"]
+    assert warning["path"] == "broken-front-matter.md" and warning["log_level"] == "warning"
+    assert warning["warning"].startswith("front matter kept as text: invalid YAML front matter")
+    for mode in ("keyword", "vector"):
+        assert searcher.search("sourdough starter", k=1, mode=mode)[0].path == "heading-only.md", mode
+        assert searcher.search("lighthouse budget", k=1, mode=mode)[0].path == "broken-front-matter.md", mode
+        assert searcher.search("keeper's cottage roof", k=1, mode=mode)[0].path == "broken-front-matter.md", mode
 
 
 def test_a_file_that_breaks_keeps_its_indexed_chunks_until_fixed(index, db_url, tmp_path):

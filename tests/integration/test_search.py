@@ -7,7 +7,7 @@ import pytest
 
 from pgrecall.api.search import Searcher
 from pgrecall.errors import DatabaseUnavailable, InvalidInput
-from tests.notes import ERROR_CODE_NOTES, write_notes
+from tests.notes import ERROR_CODE_NOTES, TAGGED_NOTES, write_notes
 
 
 @pytest.fixture
@@ -226,3 +226,18 @@ def test_every_search_is_validated_by_the_one_contract(searcher):
     assert request == contract.SearchRequest(
         query="E-4711", k=3, mode="keyword", enrich=False, filters={"kind": "markdown"}
     )
+
+
+def test_a_metadata_filter_matches_a_front_matter_list_holding_the_value(index, searcher, tmp_path):
+    """`tags: [incident]` is a list in the front matter; the filter tags=incident names one value."""
+    index(write_notes(tmp_path / "tagged", TAGGED_NOTES))
+    for mode in ("hybrid", "vector", "keyword"):
+        hits = searcher.search("replica", k=10, mode=mode, filters={"metadata": {"tags": "incident"}})
+        assert sorted(h.path for h in hits) == ["disk.md", "failover.md"], mode
+    # Key by key: the list for tags, the scalar for status, in one filter.
+    both = searcher.search("replica", k=10, filters={"metadata": {"tags": "incident", "status": "open"}})
+    assert [h.path for h in both] == ["failover.md"]
+    # Containment as before: a list in the filter must all be there; a part of a word is no match.
+    listed = searcher.search("replica", k=10, filters={"metadata": {"tags": ["incident", "database"]}})
+    assert [h.path for h in listed] == ["failover.md"]
+    assert searcher.search("replica", k=10, filters={"metadata": {"tags": "inc"}}) == []

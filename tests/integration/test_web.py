@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 
 from pgrecall import database, queries
 from pgrecall.api.http import create_app
+from pgrecall.api.web_text import minute
 from pgrecall.cli.servers import status_reader
 from pgrecall.locks import WATCH_LOCK_PREFIX
 from pgrecall.memory_notes import Memory, relative_path, render
@@ -132,6 +133,9 @@ def test_the_status_page_shows_roots_and_a_failure_with_its_stage_and_reason(cli
     failures = page.text.split('<table class="failures">')[1].split("</table>")[0]
     assert "latin1.txt" in failures and "<td>parse</td>" in failures and "UTF-8" in failures
     assert 'hx-trigger="every 5s"' in page.text
+    facts = page.text.split('<table class="facts">')[1].split("</table>")[0]
+    last_indexed = re.search(r"<th>last indexed</th><td>(.*?)</td>", facts).group(1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d \S+", last_indexed), last_indexed  # no seconds, the zone shown
 
 
 def follow(db_url, folder) -> None:
@@ -167,6 +171,8 @@ def test_memories_are_listed_newest_first_with_counts_and_shown_escaped(client):
     assert "Deploy day" in only and "Coffee" not in only.split("<ol")[1]
     one = client.get("/memories/0123456789ab", headers=HTML).text
     assert "&lt;b&gt;oat&lt;/b&gt;" in one and "<b>oat</b>" not in one
+    created = minute("2026-04-01T10:00:00Z")  # this machine's time zone, to the minute
+    assert f"created <time>{created}</time>" in one
     assert client.get("/memories").json()["memories"][0]["id"] == "0123456789ab"  # the JSON, as before
 
 
@@ -181,3 +187,30 @@ def test_a_token_server_asks_for_the_token_and_keeps_it_in_a_strict_cookie(searc
     assert right.status_code == 303 and "httponly" in cookie and "samesite=strict" in cookie
     assert client.get("/", params={"q": "E-4711"}).status_code == 200
     assert client.post("/search", json={"query": "E-4711"}).status_code == 401  # the JSON API takes only the bearer
+
+
+GARDEN = (
+    "# Garden\n\n## Harvest\n\n"
+    "We gather them on **Tuesdays** when the tomatoes ripen on the south bed; the [runbook](https://example.com/x) "
+    "and `harvest.sh` say how to store them for the winter.\n"
+)
+
+
+def test_a_hit_shows_whole_words_marked_plain_text_a_breadcrumb_and_a_minute(index, searcher, tmp_path):
+    """Issue 38: "the" was marked inside "gather" and "them", stop words everywhere, the snippet
+    showed `**Tuesdays**` and backticks, the heading `# Garden > ## Harvest`, times microseconds."""
+    index(write_notes(tmp_path / "garden", {"garden.md": GARDEN}))
+    client = TestClient(create_app(searcher), base_url="http://127.0.0.1:8765")
+    page = client.get("/", params={"q": "the tomato", "mode": "keyword"}, headers=HTML)
+    hit = page.text.split('<li class="hit">')[1].split("</li>")[0]
+    snippet = re.search(r'<p class="snippet">(.*?)</p>', hit, re.DOTALL).group(1)
+    assert re.findall(r"<mark>(.*?)</mark>", snippet) == ["tomatoes"]  # a stem of the query's word, whole
+    assert "We gather them on Tuesdays when the tomatoes" in snippet.replace("<mark>", "").replace("</mark>", "")
+    assert "**" not in snippet and "`" not in snippet and "](" not in snippet
+    assert '<div class="heading">Garden › Harvest</div>' in hit and "# Garden" not in hit
+    (shown,) = re.findall(r"<time>(.*?)</time>", hit)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d \S+", shown), shown
+    as_json = client.post("/search", json={"query": "the tomato", "k": 1, "mode": "keyword"}).json()["hits"][0]
+    assert "**Tuesdays**" in as_json["snippet"]  # the JSON API's snippet is the passage as written
+    document = client.get(re.search(r'href="(/documents/[^"]+)"', hit).group(1).replace("&amp;", "&"), headers=HTML)
+    assert '<div class="chunk-heading">Garden › Harvest</div>' in document.text

@@ -9,7 +9,7 @@ import sys
 import psycopg
 import pytest
 
-from tests.notes import ERROR_CODE_NOTES, write_notes
+from tests.notes import ERROR_CODE_NOTES, TAGGED_NOTES, write_notes
 from tests.support.cli import run_cli
 
 
@@ -87,3 +87,11 @@ def test_search_command_needs_no_write_rights(indexed, db_url, tmp_path):
     result = _command(["search", "E-4711", "-k", "1", "--json"], {"PGRECALL_DATABASE_URL": reader_url}, tmp_path)
     assert result.returncode == 0, result.stderr
     assert [hit["path"] for hit in json.loads(result.stdout)] == ["incidents/e4711.md"]
+
+
+def test_search_meta_matches_a_front_matter_list(index, cli_env, tmp_path):
+    """`--meta tags=incident` finds the note whose front matter says `tags: [incident, database]`."""
+    index(write_notes(tmp_path / "tagged", TAGGED_NOTES))
+    result = run_cli("search", "replica", "-k", "10", "--meta", "tags=incident", "--json", env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert sorted(hit["path"] for hit in json.loads(result.stdout)) == ["disk.md", "failover.md"]

@@ -306,3 +306,36 @@ def test_config_variables_are_carried_resolved(home, tmp_path):
         f"PGRECALL_CONFIG={config}",
         "PGRECALL_HOOK_DEADLINE=9",
     ]
+
+
+HAND_WRITTEN = """{
+  "permissions": {"allow": ["Bash(npm run lint)", "Read(~/notes/**)"], "deny": ["Read(./.env)"]},
+  "env": { "BASH_DEFAULT_TIMEOUT_MS": "60000" },
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "log.sh"}]}]
+  },
+  "model": "opus"
+}
+"""
+
+
+def test_the_users_one_line_arrays_and_objects_stay_as_written(home):
+    """Only what pgrecall adds shows in the diff and changes in the file; the user's one-line
+    `permissions`, `env` and hooks are neither reflowed nor re-spaced."""
+    settings_file = home / ".claude" / "settings.json"
+    settings_file.write_text(HAND_WRITTEN)
+    output = ok(setup(home, "claude-code", "--dry-run"))
+    diff = output.split(f"+++ {settings_file}\n", 1)[1].split("--- ", 1)[0]
+    removed = [line for line in diff.splitlines() if line.startswith("-")]
+    assert removed == ['-    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "log.sh"}]}]']
+    assert '+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "log.sh"}]}],' in diff
+    changed = [line for line in diff.splitlines() if line[:1] in "+-"]
+    assert not [line for line in changed if "permissions" in line or "BASH_DEFAULT_TIMEOUT_MS" in line]
+
+    ok(setup(home, "claude-code"))
+    written = settings_file.read_text()
+    for line in HAND_WRITTEN.splitlines()[1:4] + ['  "model": "opus"']:
+        assert line + "\n" in written, line
+    assert set(loaded(settings_file)["hooks"]) == {"PreToolUse", "UserPromptSubmit", "SessionStart"}
+    ok(setup(home, "claude-code", "--remove"))
+    assert settings_file.read_text() == HAND_WRITTEN

@@ -140,6 +140,19 @@ def test_a_search_works_without_javascript(site, browser):
         context.close()
 
 
+def test_a_hit_marks_whole_words_without_stop_words_and_reads_as_text(site, page):
+    """Issue 38: "the" marked inside "them", stop words marked, `code` ticks and a `# ... > ## ...` heading."""
+    page.goto(site + "/?q=" + "the roots grow".replace(" ", "+") + "&mode=keyword")
+    first = page.locator("#results .hit").first
+    assert "gardening.md" in first.locator(".path").inner_text()
+    assert sorted(set(first.locator(".snippet mark").all_inner_texts())) == ["grow", "roots"]
+    assert first.locator(".heading").inner_text() == "Garden journal › Tomatoes"
+    if os.environ.get("PGRECALL_SCREENSHOT"):  # to look at the page: PGRECALL_SCREENSHOT=/tmp/hits.png
+        page.screenshot(path=os.environ["PGRECALL_SCREENSHOT"], full_page=True)
+    welcome = page.goto(site + "/?q=pgrecall+search&mode=keyword")
+    assert welcome.ok and "`" not in page.locator("#results").inner_text()
+
+
 def test_a_hostile_note_renders_inert(site, page):
     page.goto(site + "/?q=hostile+note&mode=keyword")
     page.locator("#results .hit-link").first.click()

@@ -4,8 +4,10 @@ import pytest
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
+from pgrecall.front_matter import lenient_front_matter
 from pgrecall.worker import adapters
 from pgrecall.worker.adapters import ParseError, claude, markdown
+from pgrecall.worker.document import Section
 
 
 @pytest.mark.parametrize(
@@ -60,9 +62,40 @@ def test_heading_levels_nest_and_pop():
     assert [s.heading for s in doc.sections] == ["# A", "# A > ## B", "# A > ## B > ### C", "# A > ## D"]
 
 
-def test_invalid_front_matter_is_a_parse_error():
-    with pytest.raises(ParseError, match="front matter"):
-        adapters.parse("x.md", b"---\ntitle: [unclosed\n---\nbody\n")
+def test_front_matter_that_is_not_yaml_is_kept_as_text_with_a_warning():
+    """Obsidian still shows such a note's body; its front matter's words stay findable too."""
+    text = "---\ntitle: Meeting: budget\n---\n# Budget\n\nWe cut the travel line.\n"
+    (doc,) = adapters.parse("x.md", text.encode()).documents
+    assert doc.metadata == {} and doc.title == "Budget"
+    assert doc.sections[0].text == "---\ntitle: Meeting: budget\n---"
+    assert doc.sections[1] == Section("# Budget", "We cut the travel line.")
+    (warning,) = doc.warnings
+    assert warning.startswith("front matter kept as text: invalid YAML front matter: ") and "\n" not in warning
+    for broken in ("---\ntitle: [unclosed\n---\nbody\n", "---\n- a list\n---\nbody\n"):
+        (doc,) = adapters.parse("x.md", broken.encode()).documents
+        assert doc.metadata == {} and doc.sections[0].text == broken.strip() and len(doc.warnings) == 1
+
+
+def test_lenient_front_matter_says_what_it_could_not_read():
+    assert lenient_front_matter("---\na: 1\n---\nbody") == ({"a": 1}, "body", None)
+    assert lenient_front_matter("no front matter") == ({}, "no front matter", None)
+    metadata, body, problem = lenient_front_matter("---\na: [\n---\nbody")
+    assert (metadata, body) == ({}, "---\na: [\n---\nbody") and problem.startswith("invalid YAML front matter")
+
+
+@pytest.mark.parametrize(
+    ("text", "sections"),
+    [
+        ("# Meeting with Bob\n", [Section("", "Meeting with Bob")]),
+        ("---\ntags: [people]\n---\n# Bob\n\n## Birthday\n", [Section("", "Bob\nBirthday")]),
+        ("---\ntitle: Reading list\n---\n", [Section("", "Reading list")]),
+        ("---\ntags: [x]\n---\n\n", []),
+        ("", []),
+        ("# Title\n\nbody", [Section("# Title", "body")]),  # a note with text keeps its sections
+    ],
+)
+def test_a_note_of_headings_alone_has_one_section_of_them(text, sections):
+    assert markdown.parse("x.md", text, "h").sections == sections
 
 
 def test_binary_and_invalid_utf8_and_unknown_types_are_refused():
@@ -165,11 +198,12 @@ def _nested_front_matter(depth):
     return ("---\nkey: " + "[" * depth + "]" * depth + "\n---\nbody\n").encode()
 
 
-def test_deeply_nested_front_matter_is_a_one_line_parse_error():
+def test_deeply_nested_front_matter_is_kept_as_text_with_a_one_line_warning():
     for depth in (5000, 25):
-        with pytest.raises(ParseError, match="nested") as caught:
-            adapters.parse("x.md", _nested_front_matter(depth))
-        assert "\n" not in str(caught.value)
+        (doc,) = adapters.parse("x.md", _nested_front_matter(depth)).documents
+        (warning,) = doc.warnings
+        assert "nested" in warning and "\n" not in warning
+        assert doc.metadata == {} and doc.sections[0].text.endswith("---\nbody")
     (doc,) = adapters.parse("x.md", _nested_front_matter(10)).documents
     assert doc.metadata["key"] is not None
 
@@ -189,10 +223,11 @@ body
 
 def test_a_yaml_alias_bomb_is_refused_not_expanded():
     assert len(ALIAS_BOMB) < 400
-    with pytest.raises(ParseError, match="larger than 64 KiB"):
-        adapters.parse("x.md", ALIAS_BOMB.encode())
-    with pytest.raises(ParseError, match="nested deeper"):  # an alias of itself: infinitely deep
-        adapters.parse("x.md", b"---\na: &x [*x]\n---\nbody\n")
+    (doc,) = adapters.parse("x.md", ALIAS_BOMB.encode()).documents
+    assert "larger than 64 KiB" in doc.warnings[0]
+    assert doc.metadata == {} and doc.sections[0].text == ALIAS_BOMB.strip()  # as written, not expanded
+    (doc,) = adapters.parse("x.md", b"---\na: &x [*x]\n---\nbody\n").documents  # an alias of itself
+    assert "nested deeper" in doc.warnings[0]
 
 
 def test_yaml_nul_escapes_and_non_finite_numbers_become_storable_metadata():

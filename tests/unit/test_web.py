@@ -1,4 +1,4 @@
-"""The web page's pure parts: escaping, highlighting, Markdown with HTML off, Host and Origin checks."""
+"""The web page's pure parts: Markdown with HTML off, Host and Origin checks (marks: test_web_text.py)."""
 
 import hashlib
 from pathlib import Path
@@ -9,12 +9,6 @@ from starlette.datastructures import Headers
 from pgrecall.api import web
 
 STATIC = Path(web.__file__).parent / "static"
-
-
-def test_highlight_marks_the_query_words_and_escapes_the_rest():
-    marked = str(web.highlight("<b>E-4711</b> failed; export & retry", "export e-4711"))
-    assert marked == "&lt;b&gt;<mark>E-4711</mark>&lt;/b&gt; failed; <mark>export</mark> &amp; retry"
-    assert str(web.highlight("<i>x</i>", "")) == "&lt;i&gt;x&lt;/i&gt;"
 
 
 def test_markdown_renders_structure_and_keeps_html_and_javascript_links_inert():

@@ -1,4 +1,5 @@
-"""Markdown: YAML front matter into metadata, text split at headings (not inside code fences)."""
+"""Markdown: YAML front matter into metadata (kept as text when it is not YAML), text split at headings
+(not inside code fences)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 
 from pgrecall import kinds
-from pgrecall.front_matter import split_front_matter
+from pgrecall.front_matter import lenient_front_matter
 from pgrecall.worker.document import ParsedDocument, Section, moment, named
 
 # The closing hashes are stripped in code: `(.*?)[ \t#]*$` backtracks quadratically on long lines.
@@ -45,8 +46,16 @@ def heading_path(stack: list[tuple[int, str]]) -> str:
     return " > ".join(f"{'#' * level} {title}" for level, title in stack)
 
 
+def title_section(raw_sections: list[tuple[list[tuple[int, str]], str]], title: str | None) -> list[Section]:
+    """The one section of a note without text: its headings, one a line, else its front-matter
+    title, so a note that is only a heading still has a chunk to be found by; none for an empty note."""
+    headings = [stack[-1][1] for stack, _ in raw_sections[1:] if stack and stack[-1][1]]
+    text = "\n".join(headings) or (title or "").strip()
+    return [Section(heading="", text=text)] if text else []
+
+
 def parse(path: str, text: str, digest: str) -> ParsedDocument:
-    metadata, body = split_front_matter(text)
+    metadata, body, problem = lenient_front_matter(text)
     raw_sections = split_sections(body)
     sections = [
         Section(heading=heading_path(stack), text=section_text.strip())
@@ -60,8 +69,9 @@ def parse(path: str, text: str, digest: str) -> ParsedDocument:
         kind=kinds.MARKDOWN,
         title=title or first_h1 or PurePosixPath(path).stem,
         content_hash=digest,
-        sections=sections,
+        sections=sections or title_section(raw_sections, title),
         metadata=metadata,
         project=named(metadata.get("project")),
         occurred_at=moment(metadata.get("created")),
+        warnings=(f"front matter kept as text: {problem}",) if problem else (),
     )
