@@ -48,6 +48,7 @@ class DocumentState:
     size_bytes: int | None
     mtime: datetime.datetime | None
     error: str | None
+    error_stage: str | None
     chunking: str | None
     other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
 

@@ -3,7 +3,7 @@
 -- document_state --
 -- other_space: the file (or one of an export's conversations) has vectors of
 -- another embedding space than %(space)s, so it must be embedded again.
-SELECT d.id, d.kind, d.content_hash, d.size_bytes, d.mtime, d.error, d.chunking,
+SELECT d.id, d.kind, d.content_hash, d.size_bytes, d.mtime, d.error, d.error_stage, d.chunking,
        (d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
        OR EXISTS (
            SELECT 1 FROM pgrecall.documents c
