@@ -598,6 +598,13 @@ async def file_states(conn: psycopg.AsyncConnection, root: str, space: str) -> d
         return {state.path: state for state in await cursor.fetchall()}
 
 
+async def held_paths(conn: psycopg.AsyncConnection, root: str, paths: Sequence[str]) -> set[str]:
+    """Of `paths`, those of the root's files the index has a row for (as file_states sees them)."""
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["held_paths"], {"root": root, "paths": list(paths)})
+        return set(await cursor.fetchall())
+
+
 async def files_of_other_space(conn: psycopg.AsyncConnection, space: str) -> dict[str, list[str]]:
     """root -> paths of its files with vectors of another embedding space than `space`."""
     async with conn.cursor(row_factory=scalar_row) as cursor:

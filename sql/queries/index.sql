@@ -395,6 +395,14 @@ FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
   AND NOT d.metadata ? 'archived_at'  -- gone from the source and kept (worker/archive.py): not the folder's
 
+-- held_paths --
+-- Of these paths, those the root's files have a row at (indexed or recorded with a reason),
+-- as file_states: not the copies an archive root keeps of files deleted at the source.
+SELECT path
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL AND path = ANY(%(paths)s)
+  AND NOT metadata ? 'archived_at'
+
 -- indexed_roots --
 -- The roots with files indexed (pgrecall reembed looks at each: store.file_states).
 SELECT DISTINCT source_root FROM pgrecall.documents WHERE parent_id IS NULL ORDER BY source_root
