@@ -18,14 +18,17 @@ assembles them behind the bearer guard, with one set of error handlers.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import signal
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import psycopg
+import structlog
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
@@ -51,6 +54,7 @@ from pgrecall.memory_export import export_lines
 from pgrecall.memory_history import history
 from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 
+log = structlog.get_logger(__name__)
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 SOURCE_HEADER = "X-Pgrecall-Source"  # who wrote a memory; "http" when absent
@@ -632,10 +636,28 @@ def check_binding(host: str, token: str | None, port: int | None = None) -> None
         raise ConfigurationError(f"listening on {host} needs PGRECALL_API_TOKEN: every request must then carry it")
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port), for serve(): bound before the address is offered to anyone,
+    so that a port another program holds is one line of error, not a page of that program."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds its own
+    try:
+        listening.bind((host, port))
+    except OSError as exc:
+        listening.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(
+                f"port {port} is in use on {host}: another program listens there; choose another with --port"
+            ) from exc
+        raise ConfigurationError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
+    return listening
+
+
 def serve(
     searcher: Searcher,
     host: str,
-    port: int,
+    listening: socket.socket,
     token: str | None,
     memories: Lazy[MemoryWriter] | None = None,
     read_only: bool = False,
@@ -645,7 +667,7 @@ def serve(
 ) -> None:
     import uvicorn
 
-    check_binding(host, token, port)
+    check_binding(host, token)
     app = create_app(
         searcher, token if token else None, memories, read_only, memory_folder, status, host, editor_command
     )
@@ -654,7 +676,10 @@ def serve(
     # which is what a supervisor expects of a requested stop.
     previous = signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+        host, port = listening.getsockname()[:2]
+        config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+        log.info("api_listening", host=host, port=port)  # uvicorn says nothing of sockets it is handed
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -16,6 +16,18 @@ CHATGPT_EXPORT = "chatgpt_export"  # a ChatGPT export's conversations.json: a co
 CLAUDE_PROJECT = "claude_project"  # one project of a claude.ai export's projects.json: "<zip>#project:<uuid>"
 UNSUPPORTED = "unsupported"  # a file skipped without being indexed (its type, its size, a link out of its root)
 
+# The stage recorded with a file that was skipped, not failed: it is not for the index (its type,
+# its size, a link out of its root, content no adapter reads). Any other stage is a failure. The
+# run's summary (pgrecall.worker.pipeline) and `pgrecall status` (sql/queries/status.sql) both
+# count by this; the kind is no guide (a note indexed before keeps its kind when it is skipped).
+SKIPPED_STAGE = "detect"
+
+
+def recorded_status(error_stage: str | None) -> str:
+    """What a file recorded with an error at `error_stage` counts as: "skipped" or "failed"."""
+    return "skipped" if error_stage == SKIPPED_STAGE else "failed"
+
+
 # Kinds whose rows have chunks: what a search's `kind` filter may name.
 SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION, CLAUDE_PROJECT)
 # Rows that are not documents of their own: `status` counts neither (the skipped ones apart).

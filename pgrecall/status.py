@@ -24,7 +24,7 @@ from pgrecall.settings import Settings
 QUEUE = "pgrecall"
 
 Q = queries.load("status.sql")
-_KINDS = {"not_documents": list(kinds.NOT_DOCUMENTS), "skipped_kind": kinds.UNSUPPORTED}
+_KINDS = {"not_documents": list(kinds.NOT_DOCUMENTS), "skipped_stage": kinds.SKIPPED_STAGE}
 
 
 def _row(conn: psycopg.Connection, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -103,6 +103,14 @@ def _indexed(root: str, path: str, written: _Written, *, documents: int) -> Outc
     )
 
 
+def _as_recorded(root: str, path: str, state: store.DocumentState) -> Outcome:
+    """A file whose content is as last seen: unchanged, or skipped or failed again for the reason
+    recorded then (the content is not parsed again), as `pgrecall status` counts it."""
+    if state.error is None:
+        return Outcome(root, path, "unchanged")
+    return Outcome(root, path, kinds.recorded_status(state.error_stage), error=state.error)
+
+
 def describe(exc: BaseException) -> str:
     """One line about an exception, fit for the error column."""
     if isinstance(exc, RecursionError):
@@ -316,7 +324,6 @@ class Indexer:
             return await self._fail(attempt, entry.problem)
 
         # Decided before reading: the type and the size.
-        attempt.stage = "detect"
         if attempt.kind == kinds.UNSUPPORTED:
             return await self._skip(attempt, adapters.unsupported_reason(path))
         if adapters.is_archive(path):  # bounded by what it unpacks to, not by its size
@@ -347,7 +354,7 @@ class Indexer:
         if unchanged:
             if folder is not None:  # after the touch is committed: _keep updates the same row
                 await self._keep(Path(folder), attempt, data)
-            return self._report(Outcome(root, path, "unchanged"), attempt.started)
+            return self._report(_as_recorded(root, path, state), attempt.started)
 
         attempt.stage = "parse"
         try:
@@ -393,7 +400,7 @@ class Indexer:
                 state = await store.document_state(conn, root, path, self.embedding_space)
                 if state is not None and state.is_current(digest, self.chunking):
                     await store.touch(conn, state.id, info)
-                    return self._report(Outcome(root, path, "unchanged"), attempt.started)
+                    return self._report(_as_recorded(root, path, state), attempt.started)
             attempt.stage = "parse"
             try:
                 parsed = await asyncio.to_thread(adapters.parse_archive, path, file, max_bytes=self.max_export_bytes)
@@ -519,7 +526,7 @@ class Indexer:
             root=attempt.root,
             path=attempt.path,
             kind=kinds.UNSUPPORTED,
-            stage="detect",
+            stage=kinds.SKIPPED_STAGE,
             error=reason,
             info=attempt.info,
             forget_indexed=forget_indexed,

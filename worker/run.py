@@ -171,6 +171,7 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
             started = time.perf_counter()
             with (progress or _no_progress)(waiting) as bar:
                 await _work_until_done(app, pool, settings, indexer, list(presence))
+                await _drop_vanished(app, pool, settings, indexer, presence, summary)
             summary.seconds = time.perf_counter() - started
             if loading is not None:
                 await loading
@@ -190,6 +191,35 @@ async def _run_jobs(settings: Settings, url: str, enqueue, progress) -> IndexSum
     return summary
 
 
+async def _drop_vanished(
+    app: procrastinate.App, pool, settings: Settings, indexer: Indexer, presence: dict[str, list[str]], summary
+) -> None:
+    """Bring the index to the folders as they are now: a file of the run deleted after its job
+    read it (or after it was found unchanged) is still in the index once the queue is empty.
+    Each one the index holds and the disk no longer does gets a job again, which finds no file
+    and removes it as any job does (or indexes it, if it came back meanwhile); repeated until a
+    look finds none, or the same ones as the last look (their jobs could not remove them)."""
+    previous: set[tuple[str, str]] = set()
+    while True:
+        vanished: dict[str, list[str]] = {}
+        for root_text, present in presence.items():
+            if gone := await asyncio.to_thread(_gone, root_text, present):
+                async with pool.connection() as conn:
+                    held = await store.held_paths(conn, root_text, gone)
+                if held:
+                    vanished[root_text] = sorted(held)
+        found = {(root_text, path) for root_text, paths in vanished.items() for path in paths}
+        if not found or found == previous:
+            if found:
+                log.warning("vanished_files_kept", files=len(found))
+            return
+        log.info("vanished_while_indexing", files=len(found))
+        for root_text, paths in vanished.items():
+            summary.removals_enqueued += await tasks.enqueue(app, tasks.INDEX_TASK, root_text, paths)
+        await _work_until_done(app, pool, settings, indexer, list(vanished))
+        previous = found
+
+
 async def _fold_statistics(conn) -> None:
     """Fold what the run's writers left of the BM25 statistics' deltas, as a service's timer does
     within seconds: a run without a service would leave up to FOLD_EVERY transactions' deltas
@@ -207,6 +237,11 @@ def _load_quietly(embedder) -> None:
         embedder.load()
     except Exception as exc:  # noqa: BLE001 - reported where the model is used
         log.debug("model_preload_failed", error=first_line(exc))
+
+
+def _gone(root: str, paths: list[str]) -> list[str]:
+    """Of `paths`, those with no file at them now (what a job finds as deleted)."""
+    return [path for path in paths if scan.locate(Path(root), path) is None]
 
 
 def _still_there(root: str, paths: list[str]) -> list[str]:

@@ -48,6 +48,7 @@ class DocumentState:
     size_bytes: int | None
     mtime: datetime.datetime | None
     error: str | None
+    error_stage: str | None
     chunking: str | None
     other_space: bool  # it (or a conversation of an export) has vectors of another embedding space
 
@@ -595,6 +596,13 @@ async def file_states(conn: psycopg.AsyncConnection, root: str, space: str) -> d
     async with conn.cursor(row_factory=class_row(FileState)) as cursor:
         await cursor.execute(Q["file_states"], {"root": root, "space": space})
         return {state.path: state for state in await cursor.fetchall()}
+
+
+async def held_paths(conn: psycopg.AsyncConnection, root: str, paths: Sequence[str]) -> set[str]:
+    """Of `paths`, those of the root's files the index has a row for (as file_states sees them)."""
+    async with conn.cursor(row_factory=scalar_row) as cursor:
+        await cursor.execute(Q["held_paths"], {"root": root, "paths": list(paths)})
+        return set(await cursor.fetchall())
 
 
 async def files_of_other_space(conn: psycopg.AsyncConnection, space: str) -> dict[str, list[str]]:

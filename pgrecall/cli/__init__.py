@@ -13,6 +13,7 @@ import argparse
 import functools
 import importlib
 import logging
+import os
 import sys
 from types import ModuleType
 
@@ -89,6 +90,18 @@ def _start_logging(level: int, log_format: str | None) -> None:
     configure_logging(level, log_format)
 
 
+# What a shell reports for a program ended by SIGPIPE (128 + 13), as `cat` is in `cat big | head -1`.
+BROKEN_PIPE_EXIT = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit finds no closed pipe to complain about
+    (the handling of BrokenPipeError the signal module's documentation recommends)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(command_of(argv)).parse_args(argv)
@@ -99,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         args.start_logging = functools.partial(_start_logging, level, settings.log_format)
         if not getattr(args, "lazy_logging", False):
             args.start_logging()
-        return args.run(args, settings)
+        exit_code = args.run(args, settings)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        return exit_code
+    except BrokenPipeError:  # `pgrecall search x | head -1`: the reader has what it wanted
+        _silence_stdout()
+        return 0 if args.command == "hook" else BROKEN_PIPE_EXIT
     except PgRecallError as exc:  # a bad setting, before a hook could run: a hook still never fails the prompt
         print(f"pgrecall: error: {exc}", file=sys.stderr)
         return 0 if args.command == "hook" else 1

@@ -112,29 +112,31 @@ def status_reader(settings: Settings, index: Searcher, read_only: bool) -> Calla
     return report
 
 
-def run_api(args: argparse.Namespace, settings: Settings) -> int:
+def run_api(args: argparse.Namespace, settings: Settings, listening: socket.socket | None = None) -> int:
+    """`listening`: the socket bound to args.host and args.port, if the caller bound it already."""
     from pgrecall.api import editor, http
     from pgrecall.memory_notes import folder_of
 
     http.check_binding(args.host, settings.api_token, args.port)
     editor_command = editor.parse_command(settings.editor_command) if settings.editor_command else None
-    index, memories = api_parts(settings, args.read_only)
-    try:
-        http.serve(
-            index,
-            args.host,
-            args.port,
-            settings.api_token,
-            memories=memories,
-            read_only=args.read_only,
-            memory_folder=folder_of(settings),
-            status=status_reader(settings, index, args.read_only),
-            editor_command=editor_command,
-        )
-    finally:
-        index.close()
-        if memories is not None:
-            memories.close()
+    with listening or http.listen(args.host, args.port) as bound:
+        index, memories = api_parts(settings, args.read_only)
+        try:
+            http.serve(
+                index,
+                args.host,
+                bound,
+                settings.api_token,
+                memories=memories,
+                read_only=args.read_only,
+                memory_folder=folder_of(settings),
+                status=status_reader(settings, index, args.read_only),
+                editor_command=editor_command,
+            )
+        finally:
+            index.close()
+            if memories is not None:
+                memories.close()
     return 0
 
 
@@ -166,14 +168,18 @@ def open_browser_when_listening(address: str, port: int, timeout_s: float = 60.0
 
 
 def run_ui(args: argparse.Namespace, settings: Settings) -> int:
-    """`pgrecall api` on loopback, and the browser opened on its page."""
+    """`pgrecall api` on loopback, and the browser opened on its page, once the port is ours."""
+    from pgrecall.api import http
+
+    args.host = "127.0.0.1"
+    http.check_binding(args.host, settings.api_token, args.port)
+    listening = http.listen(args.host, args.port)
     address = f"http://127.0.0.1:{args.port}/"
     if args.no_browser:
         print(f"pgrecall ui: {address}", file=sys.stderr, flush=True)
     else:
         open_browser_when_listening(address, args.port)
-    args.host = "127.0.0.1"
-    return run_api(args, settings)
+    return run_api(args, settings, listening)
 
 
 def mcp_parts(settings: Settings, read_only: bool) -> tuple[Startup[Searcher], Startup[MemoryWriter] | None]:

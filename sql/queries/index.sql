@@ -3,7 +3,7 @@
 -- document_state --
 -- other_space: the file (or one of an export's conversations) has vectors of
 -- another embedding space than %(space)s, so it must be embedded again.
-SELECT d.id, d.kind, d.content_hash, d.size_bytes, d.mtime, d.error, d.chunking,
+SELECT d.id, d.kind, d.content_hash, d.size_bytes, d.mtime, d.error, d.error_stage, d.chunking,
        (d.chunk_count > 0 AND d.embedding_space IS DISTINCT FROM %(space)s)
        OR EXISTS (
            SELECT 1 FROM pgrecall.documents c
@@ -394,6 +394,14 @@ SELECT d.path, d.size_bytes, d.mtime, d.content_hash, d.chunking,
 FROM pgrecall.documents d
 WHERE d.source_root = %(root)s AND d.parent_id IS NULL
   AND NOT d.metadata ? 'archived_at'  -- gone from the source and kept (worker/archive.py): not the folder's
+
+-- held_paths --
+-- Of these paths, those the root's files have a row at (indexed or recorded with a reason),
+-- as file_states: not the copies an archive root keeps of files deleted at the source.
+SELECT path
+FROM pgrecall.documents
+WHERE source_root = %(root)s AND parent_id IS NULL AND path = ANY(%(paths)s)
+  AND NOT metadata ? 'archived_at'
 
 -- indexed_roots --
 -- The roots with files indexed (pgrecall reembed looks at each: store.file_states).

@@ -2,12 +2,14 @@
 -- The queue's name and the document kinds come as parameters from pgrecall.status and pgrecall.kinds.
 
 -- index_status --
--- not_documents: kinds.NOT_DOCUMENTS; skipped_kind: kinds.UNSUPPORTED.
+-- not_documents: kinds.NOT_DOCUMENTS; skipped_stage: kinds.SKIPPED_STAGE (what tells skipped from failed,
+-- for the index run's summary as for this).
 SELECT
     (SELECT count(*) FROM pgrecall.documents WHERE kind <> ALL(%(not_documents)s::text[])) AS documents,
     (SELECT count(*) FROM pgrecall.chunks) AS chunks,
-    (SELECT count(*) FROM pgrecall.documents WHERE error IS NOT NULL AND kind <> %(skipped_kind)s) AS failed,
-    (SELECT count(*) FROM pgrecall.documents WHERE kind = %(skipped_kind)s) AS skipped,
+    (SELECT count(*) FROM pgrecall.documents
+     WHERE error IS NOT NULL AND error_stage IS DISTINCT FROM %(skipped_stage)s) AS failed,
+    (SELECT count(*) FROM pgrecall.documents WHERE error IS NOT NULL AND error_stage = %(skipped_stage)s) AS skipped,
     (SELECT max(indexed_at) FROM pgrecall.documents) AS last_indexed_at
 
 -- queue_status --

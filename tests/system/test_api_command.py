@@ -107,3 +107,28 @@ def test_api_command_read_only_refuses_writes_with_403(db_url, tmp_path):
     finally:
         server.terminate()
         server.wait(30)
+
+
+@pytest.mark.parametrize("command", [["api"], ["ui"], ["ui", "--no-browser"]])
+def test_a_port_in_use_is_one_line_before_any_address_is_offered(db_url, tmp_path, command):
+    """Another program listens on the port: the command says so in one line and exits 1, without
+    first offering (or opening in a browser) the address where the other program answers."""
+    env = dict(
+        os.environ,
+        PGRECALL_DATABASE_URL=db_url,
+        PGRECALL_HOME=str(tmp_path),
+        PGRECALL_LOG_FORMAT="json",
+        BROWSER="false",
+    )
+    env.pop("PGRECALL_API_TOKEN", None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli(*command, "--port", str(port), env=env, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"pgrecall: error: port {port} is in use on 127.0.0.1: another program listens there; "
+        "choose another with --port"
+    ]
+    assert result.stdout == ""

@@ -91,3 +91,33 @@ def test_embedded_database_starts_on_demand_and_stops(tmp_path):
     assert pgrecall("migrate", env=env).stdout.strip() == "up to date"
     assert pgrecall("db", "stop", env=env).stdout.strip() == "stopped"
     assert pgrecall("db", "stop", env=env).stdout.strip() == "not running"
+
+
+def test_the_index_summary_and_status_count_failed_and_skipped_files_alike(cli_env, tmp_path):
+    """One definition of failed and skipped for both (kinds.SKIPPED_STAGE). Status used to count by
+    kind: a .bin whose name cannot be read was 'failed' in the summary and 'skipped' in status, a
+    note indexed before that grew past the size limit the other way round; and the summary called
+    a failed or skipped file 'unchanged' when its content was as recorded."""
+    root = write_notes(
+        tmp_path / "notes",
+        {
+            **ERROR_CODE_NOTES,
+            "grows.md": "# Grows\n\nSmall for now.",
+            "junk.bin": b"\x00\x01",  # skipped: its type
+            "binary.md": b"\x00\x01\x02 not text",  # skipped: not text (and not read again while unchanged)
+            "big.md": "# Big\n\n" + "word " * 2000,  # skipped: its size
+            "latin1.md": b"caf\xe9 au lait",  # failed: not UTF-8 (and not read again while unchanged)
+        },
+    )
+    env = {**cli_env, "PGRECALL_MAX_FILE_BYTES": "4096"}
+    assert pgrecall("index", str(root), "--json", env=env).returncode == 0
+    (root / "grows.md").write_text("# Grows\n\n" + "longer now " * 1000)  # skipped now: its size
+    (root / os.fsdecode(b"caf\xe9.bin")).write_bytes(b"\x00")  # failed: its name is not UTF-8
+    os.symlink("loop.bin", root / "loop.bin")  # failed: a link to itself
+
+    indexed = pgrecall("index", str(root), "--json", env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    summary = json.loads(indexed.stdout)
+    state = json.loads(pgrecall("status", "--json", env=env).stdout)
+    assert (summary["failed"], summary["skipped"], summary["unchanged"]) == (3, 4, len(ERROR_CODE_NOTES))
+    assert (state["failed"], state["skipped"]) == (summary["failed"], summary["skipped"])

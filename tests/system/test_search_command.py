@@ -95,3 +95,37 @@ def test_search_meta_matches_a_front_matter_list(index, cli_env, tmp_path):
     result = run_cli("search", "replica", "-k", "10", "--meta", "tags=incident", "--json", env=cli_env)
     assert result.returncode == 0, result.stderr
     assert sorted(hit["path"] for hit in json.loads(result.stdout)) == ["disk.md", "failover.md"]
+
+
+GARLIC_NOTES = {
+    f"kitchen/garlic-{n:03}.md": f"# Garlic {n}\n\n"
+    + f"Roast garlic number {n} slowly, then spread the garlic on bread for dinner {n}. " * 6
+    for n in range(120)
+}
+SMALLEST_PIPE_BYTES = 4096  # one page: less than what 100 hits print, in text or JSON
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]], ids=["text", "json"])
+def test_a_reader_that_stops_reading_ends_the_search_quietly(index, cli_env, tmp_path, output):
+    """`pgrecall search garlic | head -c 10`: the pipe fills, the reader goes, the next write meets a
+    closed pipe. The search ends without a word on stderr (no BrokenPipeError traceback)."""
+    import fcntl
+
+    index(write_notes(tmp_path / "notes", GARLIC_NOTES))
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, SMALLEST_PIPE_BYTES)
+    search = subprocess.Popen(
+        [sys.executable, "-m", "pgrecall.cli", "search", "garlic", "-k", "100", *output],
+        env=cli_env,
+        stdin=subprocess.DEVNULL,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        first = reader.read(10)  # as head -c 10 does, then it is gone
+    stderr = search.communicate(timeout=300)[1]
+    assert len(first) == 10
+    assert stderr == ""
+    assert search.returncode != 0  # the output did not all reach its reader
