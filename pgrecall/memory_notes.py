@@ -115,14 +115,14 @@ def renamed_path(path: str, memory_id: str, created: str, title: str | None, tex
     return f"{folder}/{name}" if folder else name
 
 
-_TITLE_CHARS = 80
+_TITLE_CHARS = 120  # as the hooks cut a title
 _FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)")
 _MARKUP = re.compile(r"^[#>*\-\s]+|[*_`]+")
 
 
 def title_from_text(text: str) -> str:
     """What a memory without a title is shown as: its first sentence (of its first line), at most
-    80 characters, cut at a word."""
+    120 characters, cut at a word."""
     first_line = next((line for line in text.splitlines() if line.strip()), "")
     plain = " ".join(_MARKUP.sub("", first_line).split())
     sentence = _FIRST_SENTENCE.match(plain)
