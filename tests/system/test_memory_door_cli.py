@@ -111,6 +111,10 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             assert unrelated["saved"] and unrelated["new"]
             forced = _result(await client.call_tool("remember", {"text": PARAPHRASE, "project": "", "force": True}))
             assert forced["saved"] and forced["new"] and len(notes(folder)) == 3
+            five = {"text": "Production runs five replicas since the March outage.", "project": ""}
+            other = _result(await client.call_tool("remember", five))  # another fact: saved, naming its neighbour
+            assert other["saved"] and other["new"] and first["id"] in [m["id"] for m in other["similar"]]
+            assert f"resembles {first['id']}" in other["message"] and "update_memory(id=" in other["message"]
 
             text = f"The deploy bot uses {TOKEN} until May."
             secret = await client.call_tool("remember", {"text": text, "project": ""})
@@ -118,7 +122,7 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             reason = secret.content[0].text
             assert "github token" in reason and "allow_secret=true" in reason and TOKEN not in reason
             allowed = await client.call_tool("remember", {"text": text, "project": "", "allow_secret": True})
-            assert _result(allowed)["saved"] and len(notes(folder)) == 4
+            assert _result(allowed)["saved"] and len(notes(folder)) == 5
             update = await client.call_tool("update_memory", {"id": first["id"], "text": text})
             assert update.is_error and "github token" in update.content[0].text and TOKEN not in update.content[0].text
 
