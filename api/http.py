@@ -252,9 +252,20 @@ class MemoryOut(BaseModel):
     forgotten: str | None = Field(None, description="in the trash since then (GET /memories?forgotten=true)")
 
 
+class SimilarOut(BaseModel):
+    id: str
+    text: str = Field(description="the text its note holds now")
+    similarity: float = Field(description="cosine similarity of the two texts' vectors")
+
+
 class SavedOut(MemoryOut):
     new: bool = Field(description="false: the same text was already remembered, and this is that memory")
     indexed: bool = Field(description="false: the note is written; the index follows once the database answers")
+    similar: list[SimilarOut] = Field(
+        default_factory=list,
+        description="memories alike but stating another fact (a number, code, name or negation differs): "
+        "PATCH one of them instead if this text replaces it",
+    )
 
 
 class VersionOut(BaseModel):
@@ -351,7 +362,7 @@ _ERRORS: dict[type[Exception], Callable[[Exception], tuple[int, str]]] = {
 
 async def _near_duplicate(request: Request, exc: NearDuplicate) -> JSONResponse:
     """409 with the memories that already say it: {"error": one line, "near_duplicates": [{id, text, similarity}]}."""
-    return JSONResponse(status_code=409, content=exc.to_json())
+    return JSONResponse(status_code=409, content=exc.to_json("http"))
 
 
 def add_error_handlers(app: FastAPI) -> None:

@@ -38,7 +38,7 @@ from pgrecall import contract
 from pgrecall.api.search import IndexReader
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
-from pgrecall.memory_client import MemoryWriter, NearDuplicate
+from pgrecall.memory_client import MemoryWriter, NearDuplicate, resembles
 from pgrecall.memory_history import history
 from pgrecall.memory_notes import read_memories
 
@@ -263,7 +263,10 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         text saved twice returns the existing memory (new: false). A text nearly the same as
         existing memories is not saved: the result says so (saved: false) and lists them
         (near_duplicates: id, text, similarity); update_memory one of them, or call remember
-        again with force=true if it is truly a different fact. A text holding a secret is refused.
+        again with force=true if it is truly a different fact. A text that brings its own number,
+        code, name or negation is another fact and is saved; when memories resemble it, the result
+        names them (similar, and a message): update_memory one of them instead if the new text
+        replaces it. A text holding a secret is refused.
 
         Args:
             text: the memory itself, at most 64 KiB.
@@ -276,7 +279,8 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
             force: save even when memories say nearly the same (after you checked they differ).
             allow_secret: save even a text holding a secret; only when the user asks for it.
 
-        Returns the memory: id (for update_memory and forget), path, text, tags, created, ...
+        Returns the memory: id (for update_memory and forget), path, text, tags, created, ...,
+        similar (memories it resembles; often empty).
         """
         source = client_name(ctx)
         if project is None:
@@ -295,7 +299,10 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
                     allow_secret=allow_secret,
                 )
             except NearDuplicate as exc:  # an answer to act on, not a failure
-                return {"saved": False, "message": str(exc), "near_duplicates": [m.to_json() for m in exc.similar]}
+                near = [memory.to_json() for memory in exc.similar]
+                return {"saved": False, "message": exc.describe(exc.similar, "mcp"), "near_duplicates": near}
+            if saved.similar:
+                return {"saved": True, "message": resembles(saved.similar, "mcp"), **saved.to_json()}
             return {"saved": True, **saved.to_json()}
 
         return await anyio.to_thread.run_sync(lambda: _call(save))
@@ -340,7 +347,8 @@ def add_forget(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         """Forget a memory: its note moves into the trash and out of the search (restore_memory brings
         it back; the trash is emptied after some days). For a memory that is wrong, or that the user
         asks you to forget. Only memories can be forgotten, never the user's own notes: the id comes
-        from remember or list_memories (12 hexadecimal digits). Returns what the memory held.
+        from remember or list_memories (12 hexadecimal digits). Returns what the memory held, with
+        forgotten: when it was forgotten (restore_memory(id) undoes it unless purged).
 
         Args:
             id: the memory's id.

@@ -33,7 +33,7 @@ from pgrecall import contract
 from pgrecall.api.startup import Lazy
 from pgrecall.api.web import PageRoute, page, render_markdown
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
-from pgrecall.memory_client import MemoryWriter, StaleVersion
+from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory_notes import Memory, MemoryNotes, MemoryUnreadable, read_memories
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -66,10 +66,20 @@ def tag_list(field: str) -> list[str]:
     return [tag.strip() for tag in field.split(",") if tag.strip()]
 
 
+def shown(memory: Memory) -> dict[str, Any]:
+    """A memory as the page shows it: with `shown_title`, its title or its text's first words."""
+    return {**memory.to_json(), "shown_title": memory.shown_title}
+
+
+def similar_ids(field: str) -> list[str]:
+    """The ids of a redirect's `similar=`: memory ids only, so nothing else of the URL is shown."""
+    return [part for part in field.split(",") if contract.MEMORY_ID.fullmatch(part)][: contract.MAX_LIST]
+
+
 def _status_of(exc: PgRecallError) -> int:
     if isinstance(exc, contract.NotFound):
         return 404
-    if isinstance(exc, StaleVersion):
+    if isinstance(exc, StaleVersion | NearDuplicate):
         return 409
     if isinstance(exc, InvalidInput):
         return 422
@@ -90,7 +100,7 @@ def router(
     def all_memories() -> list[dict[str, Any]]:
         if memory_folder is None:
             return []
-        return [memory.to_json() for memory in read_memories(memory_folder, limit=contract.MAX_LIST)]
+        return [shown(memory) for memory in read_memories(memory_folder, limit=contract.MAX_LIST)]
 
     def forgotten_one(memory_id: str) -> Memory | None:
         if memory_folder is None or not contract.MEMORY_ID.fullmatch(memory_id):
@@ -108,6 +118,7 @@ def router(
         form: dict[str, str] | None = None,
         error: str | None = None,
         status_code: int = 200,
+        near: list[dict[str, Any]] | None = None,
     ) -> HTMLResponse:
         every = all_memories()
         tags = Counter(t for memory in every for t in memory["tags"])
@@ -130,6 +141,7 @@ def router(
             "forgotten": forgotten_one(forgotten) if forgotten else None,
             "form": form or {"text": "", "title": "", "tags": "", "project": ""},
             "error": error,
+            "near": near or [],  # a near-duplicate refused: the memories that say it, and "Save anyway"
         }
         return page(request, "memories.html", context, status_code)
 
@@ -146,17 +158,19 @@ def router(
         error: str | None = None,
         stale: bool = False,
         status_code: int = 200,
+        similar: list[dict[str, Any]] | None = None,
     ) -> HTMLResponse:
-        shown = form or {"text": memory["text"], "title": memory["title"] or "", "tags": ", ".join(memory["tags"])}
+        in_form = form or {"text": memory["text"], "title": memory["title"] or "", "tags": ", ".join(memory["tags"])}
         context = {
             **common,
             "memory": memory,
             "html": render_markdown(memory["text"]),
             "done": DONE.get(done.removesuffix("-unindexed")),
             "unindexed": UNINDEXED if done.endswith("-unindexed") else None,
-            "form": shown,
+            "form": in_form,
             "error": error,
             "stale": stale,
+            "similar": similar or [],  # memories it resembles though it states another fact
         }
         return page(request, "memory.html", context, status_code)
 
@@ -168,14 +182,15 @@ def router(
             return None
         return MemoryNotes(memory_folder).read(memory_id)
 
-    def memory_page(request: Request, memory_id: str, done: str = "") -> HTMLResponse:
+    def memory_page(request: Request, memory_id: str, done: str = "", similar: str = "") -> HTMLResponse:
         try:
             found = read_one(memory_id)
+            alike = [read_one(other) for other in similar_ids(similar)]
         except MemoryUnreadable as exc:
             return missing(request, str(exc), 403)
         if found is None:
             return missing(request, f"no memory {memory_id}")
-        return one_page(request, found.to_json(), done)
+        return one_page(request, shown(found), done, similar=[shown(memory) for memory in alike if memory])
 
     # A page route as well: a JSON GET /memories/{id} of the API, should it come, is not shadowed.
     router.add_api_route("/memories/{memory_id}", memory_page, methods=["GET"], route_class_override=PageRoute)
@@ -187,12 +202,19 @@ def router(
     def refused(request: Request) -> HTMLResponse:
         return missing(request, READ_ONLY_REASON, 403)
 
-    def done_at(memory_id: str, done: str, indexed: bool) -> RedirectResponse:
-        query = urlencode({"done": done if indexed else f"{done}-unindexed"})
+    def done_at(memory_id: str, done: str, indexed: bool, similar: tuple[str, ...] = ()) -> RedirectResponse:
+        query = urlencode(
+            {"done": done if indexed else f"{done}-unindexed"} | ({"similar": ",".join(similar)} if similar else {})
+        )
         return RedirectResponse(f"/memories/{memory_id}?{query}", status_code=303)
 
     def remember(
-        request: Request, text: str = Form(""), title: str = Form(""), tags: str = Form(""), project: str = Form("")
+        request: Request,
+        text: str = Form(""),
+        title: str = Form(""),
+        tags: str = Form(""),
+        project: str = Form(""),
+        force: str = Form(""),
     ) -> Response:
         form = {"text": text, "title": title, "tags": tags, "project": project}
         if not can_write:
@@ -204,11 +226,16 @@ def router(
                 tags=tag_list(tags),
                 metadata=contract.with_project(None, project or None),
                 source=SOURCE,
+                force=force == "true",  # the form's "Save anyway" button, shown beside a near-duplicate
             )
+        except NearDuplicate as exc:
+            near = [{**m.to_json(), "similarity": round(m.similarity, 2)} for m in exc.similar]
+            return list_page(request, form=form, error=exc.describe(exc.similar, "web"), status_code=409, near=near)
         except PgRecallError as exc:
             return list_page(request, form=form, error=first_line(exc), status_code=_status_of(exc))
         log.info("web_memory_remembered", id=saved.memory.id, new=saved.created)
-        return done_at(saved.memory.id, "remembered" if saved.created else "same", saved.indexed)
+        similar = tuple(m.id for m in saved.similar)
+        return done_at(saved.memory.id, "remembered" if saved.created else "same", saved.indexed, similar)
 
     router.add_api_route("/memories", remember, methods=["POST"], route_class_override=FormRoute)
 
@@ -253,7 +280,7 @@ def router(
             )
         else:
             message = "This memory changed since you opened it: it was not forgotten. Its text now is shown above."
-        return one_page(request, current.to_json(), form=form, error=message, stale=stale, status_code=_status_of(exc))
+        return one_page(request, shown(current), form=form, error=message, stale=stale, status_code=_status_of(exc))
 
     def forget(request: Request, memory_id: str, version: str = Form("")) -> Response:
         if not can_write:

@@ -1,15 +1,23 @@
 """The near-duplicate threshold of `remember` (PGRECALL_MEMORY_DUPLICATE_SIMILARITY), measured. Prints JSON.
 
-    nice -n 19 .venv/bin/python bench/duplicate_threshold.py [--pairs bench/data/duplicate_pairs.tsv]
+    nice -n 19 .venv/bin/python bench/duplicate_threshold.py \
+        [--pairs bench/data/duplicate_pairs.tsv] [--details bench/data/duplicate_detail_pairs.tsv]
 
 The pairs (hand-written, label `same`: one fact in other words; `different`: the same
 topic, another fact, "Staging runs three replicas" / "Production runs three replicas")
 are embedded by the configured model (PGRECALL_EMBED_BACKEND) as `remember` embeds a new
 text, and each pair is judged by pgrecall.worker.memory_door.is_near_duplicate (cosine
-similarity at or above the threshold, and a shared rare term). Two pairs in three choose
-the threshold: the lowest one of the grid whose precision is at least TARGET_PRECISION
-(the most recall that precision allows); the third pair of each label, held out, checks
-the choice. The curve's points are printed for both parts, with cosine alone beside them.
+similarity at or above the threshold, a shared rare term, and no detail of its own: a
+number, identifier, name or negation). Two pairs in three choose the threshold: the lowest
+one of the grid whose precision is at least TARGET_PRECISION (the most recall that
+precision allows); the third pair of each label, held out, checks the choice. The curve's
+points are printed for both parts, with cosine alone beside them.
+
+The detail pairs (`--details`: one fact in other words that keep its numbers, codes and
+names; another fact that differs from it only by one of them or a negation, "E-4711" /
+"E-4712") measure the rule where the model cannot tell: `refuse` is judged on both sets at
+the chosen threshold and at PGRECALL_MEMORY_DUPLICATE_SIMILARITY, by the rule and by the
+rule without its details (`similar_only`, memory_door.is_similar: the rule before issue 38).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import numpy as np
 
 from pgrecall.embedding import embedder_for
 from pgrecall.settings import load_settings
-from pgrecall.worker.memory_door import Candidate, is_near_duplicate
+from pgrecall.worker.memory_door import Candidate, is_near_duplicate, is_similar
 
 TARGET_PRECISION = 0.9
 GRID = [round(0.5 + 0.025 * step, 3) for step in range(19)]  # 0.5 .. 0.95
@@ -61,18 +69,29 @@ def point(judged: list[bool], labels: list[bool], threshold: float) -> dict[str,
     }
 
 
-def curve(rows, similarities, labels, *, with_terms: bool) -> list[dict[str, float | int]]:
-    points = []
-    for threshold in GRID:
-        if with_terms:
-            judged = [
-                is_near_duplicate(row["b"], Candidate("a", row["a"], float(s)), threshold)
-                for row, s in zip(rows, similarities, strict=True)
-            ]
-        else:
-            judged = [float(s) >= threshold for s in similarities]
-        points.append(point(judged, labels, threshold))
-    return points
+RULES = {
+    "rule": is_near_duplicate,
+    "similar_only": is_similar,
+    "cosine_only": lambda text, candidate, threshold: candidate.similarity >= threshold,
+}
+
+
+def judge(rows, similarities, labels, threshold: float, rule: str) -> dict[str, float | int]:
+    judged = [
+        RULES[rule](row["b"], Candidate("a", row["a"], float(s)), threshold)
+        for row, s in zip(rows, similarities, strict=True)
+    ]
+    return point(judged, labels, threshold)
+
+
+def curve(rows, similarities, labels, rule: str = "rule") -> list[dict[str, float | int]]:
+    return [judge(rows, similarities, labels, threshold, rule) for threshold in GRID]
+
+
+def similarities_of(embedder, rows) -> np.ndarray:
+    first = embedder.embed_batch([row["a"] for row in rows])
+    second = embedder.embed_batch([row["b"] for row in rows])
+    return (first * second).sum(axis=1) / (np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1))
 
 
 def choose(points: list[dict[str, float | int]]) -> float:
@@ -85,12 +104,12 @@ def choose(points: list[dict[str, float | int]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=Path(__file__).parent / "data" / "duplicate_pairs.tsv")
+    parser.add_argument("--details", type=Path, default=Path(__file__).parent / "data" / "duplicate_detail_pairs.tsv")
     args = parser.parse_args()
     rows = read_pairs(args.pairs)
-    embedder = embedder_for(load_settings())
-    first = embedder.embed_batch([row["a"] for row in rows])
-    second = embedder.embed_batch([row["b"] for row in rows])
-    similarities = (first * second).sum(axis=1) / (np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1))
+    settings = load_settings()
+    embedder = embedder_for(settings)
+    similarities = similarities_of(embedder, rows)
     hold = held_out(rows)
     parts = {}
     for name, keep in (("train", [not h for h in hold]), ("held_out", hold)):
@@ -100,11 +119,23 @@ def main() -> None:
         parts[name] = {
             "same": sum(labels),
             "different": len(labels) - sum(labels),
-            "curve": curve(part_rows, part_sims, labels, with_terms=True),
-            "cosine_only": curve(part_rows, part_sims, labels, with_terms=False),
+            "curve": curve(part_rows, part_sims, labels),
+            "cosine_only": curve(part_rows, part_sims, labels, "cosine_only"),
         }
     chosen = choose(parts["train"]["curve"])
     at = {name: next(p for p in part["curve"] if p["threshold"] == chosen) for name, part in parts.items()}
+    detail_rows = read_pairs(args.details)
+    sets = {"pairs": (rows, similarities), "details": (detail_rows, similarities_of(embedder, detail_rows))}
+    refuse = {
+        name: {
+            f"{rule}@{threshold}": judge(
+                set_rows, set_sims, [row["label"] == "same" for row in set_rows], threshold, rule
+            )
+            for threshold in sorted({chosen, settings.memory_duplicate_similarity})
+            for rule in ("similar_only", "rule")
+        }
+        for name, (set_rows, set_sims) in sets.items()
+    }
     print(
         json.dumps(
             {
@@ -113,6 +144,8 @@ def main() -> None:
                 "target_precision": TARGET_PRECISION,
                 "chosen_threshold": chosen,
                 "at_chosen": at,
+                "refuse": refuse,
+                "detail_pairs": len(detail_rows),
                 **parts,
             },
             indent=1,

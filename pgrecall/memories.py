@@ -117,7 +117,9 @@ def remember(
     git top-level, or a name) is written as the front matter's `project`. Returns a `Saved`: `.memory`
     (id, path relative to the memory folder, title, text, tags, source, metadata, created,
     updated), `.created` (False: the same text was already remembered; that memory is
-    returned, no duplicate is written) and `.indexed`. Bad input raises InvalidInput.
+    returned, no duplicate is written), `.indexed` and `.similar` (memories alike but stating
+    another fact: a number, code, name or negation differs; update one instead if this replaces
+    it). Bad input raises InvalidInput.
 
     Nothing is saved, and pgrecall.memory_client.NearDuplicate is raised, when memories already
     say nearly the same (`.similar`: their id, text and similarity; update one with

@@ -32,6 +32,26 @@ class SimilarMemory:
         return {"id": self.id, "text": self.text, "similarity": round(self.similarity, 4)}
 
 
+# How each interface says "update that memory" and "save anyway": a caller is told its own words.
+WORDINGS = {
+    "python": ("pgrecall.memories.update_memory({id!r}, text=...)", "force=True"),
+    "mcp": ("update_memory(id={id!r}, text=...)", "force=true"),
+    "cli": ("pgrecall update {id} --text ...", "--force"),
+    "http": ("PATCH /memories/{id}", '"force": true in the body'),
+    "web": ("its page, /memories/{id}", "the form's Save anyway"),
+}
+
+
+def _quoted(text: str, limit: int = 120) -> str:
+    said = " ".join(text.split())
+    return repr(said if len(said) <= limit else said[: limit - 1] + "…")
+
+
+def _listed(similar: tuple[SimilarMemory, ...]) -> str:
+    """Each memory once: its id and the text its note holds."""
+    return "; ".join(f"{memory.id}: {_quoted(memory.text)}" for memory in similar)
+
+
 class NearDuplicate(PgRecallError):
     """A memory already says nearly the same: update it (update_memory) or save anyway (force=True)."""
 
@@ -40,25 +60,34 @@ class NearDuplicate(PgRecallError):
         self.similar = similar  # most similar first
 
     @staticmethod
-    def describe(
-        similar: tuple[SimilarMemory, ...], update: str = "update_memory({id}, ...)", force: str = "force=true"
-    ) -> str:
+    def describe(similar: tuple[SimilarMemory, ...], interface: str = "python") -> str:
         """One line an assistant or a person acts on: which memories already say this, and what to do
-        (`update`, `force`: the interface's words for it)."""
-        first = similar[0]
-        said = " ".join(first.text.split())
-        said = said if len(said) <= 120 else said[:119] + "…"
+        in the words of `interface` (WORDINGS)."""
+        update, force = WORDINGS[interface]
         return (
-            f"not saved: a memory already says nearly the same ({', '.join(m.id for m in similar)}; "
-            f"{first.id}: {said!r}): update it with {update.format(id=first.id)} or save anyway with {force}"
+            f"not saved: a memory already says nearly the same ({_listed(similar)}): "
+            f"update it with {update.format(id=similar[0].id)} or save anyway with {force}"
         )
 
     @property
     def ids(self) -> list[str]:
         return [memory.id for memory in self.similar]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"error": str(self), "near_duplicates": [memory.to_json() for memory in self.similar]}
+    def to_json(self, interface: str = "python") -> dict[str, Any]:
+        return {
+            "error": self.describe(self.similar, interface),
+            "near_duplicates": [memory.to_json() for memory in self.similar],
+        }
+
+
+def resembles(similar: tuple[SimilarMemory, ...], interface: str = "python") -> str:
+    """What a saved answer adds when memories are alike but state another fact (a number, code,
+    name or negation differs): which they are, and how to update one instead, in `interface`'s words."""
+    update, _ = WORDINGS[interface]
+    return (
+        f"saved as a new fact; it resembles {_listed(similar)}: if it replaces that memory, "
+        f"update it with {update.format(id=similar[0].id)} and forget this one"
+    )
 
 
 class SecretInMemory(InvalidInput):
@@ -75,10 +104,17 @@ class Saved:
     memory: Memory
     created: bool  # False: the same text was already remembered
     indexed: bool  # False: the file is written; the index follows once the database answers
+    # Memories alike but stating another fact (remember): the caller may update one of them instead.
+    similar: tuple[SimilarMemory, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         # "new", not "created": that key is the memory's creation time.
-        return {**self.memory.to_json(), "new": self.created, "indexed": self.indexed}
+        return {
+            **self.memory.to_json(),
+            "new": self.created,
+            "indexed": self.indexed,
+            "similar": [memory.to_json() for memory in self.similar],
+        }
 
 
 class MemoryWriter(Protocol):

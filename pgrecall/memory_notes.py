@@ -65,6 +65,11 @@ class Memory:
         return content_digest(self.text)
 
     @property
+    def shown_title(self) -> str:
+        """Its title, or for a memory without one the first words of its text (never its file name)."""
+        return self.title or title_from_text(self.text)
+
+    @property
     def version(self) -> str:
         """What update and forget compare with `expect`: a digest of the note as it is written, so
         that any change (by pgrecall or a hand edit) gives another version, even within one second."""
@@ -101,6 +106,30 @@ def slug(text: str) -> str:
 def relative_path(memory_id: str, created: str, title: str | None, text: str) -> str:
     day = created[:10]
     return f"{day[:4]}/{day[5:7]}/{day}-{slug(title or text)}-{memory_id}.md"
+
+
+def renamed_path(path: str, memory_id: str, created: str, title: str | None, text: str) -> str:
+    """The note's path once its title or text changed: the same folder, the name made from them now."""
+    folder = path.rpartition("/")[0]
+    name = relative_path(memory_id, created, title, text).rpartition("/")[2]
+    return f"{folder}/{name}" if folder else name
+
+
+_TITLE_CHARS = 120  # as the hooks cut a title
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)")
+_MARKUP = re.compile(r"^[#>*\-\s]+|[*_`]+")
+
+
+def title_from_text(text: str) -> str:
+    """What a memory without a title is shown as: its first sentence (of its first line), at most
+    120 characters, cut at a word."""
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    plain = " ".join(_MARKUP.sub("", first_line).split())
+    sentence = _FIRST_SENTENCE.match(plain)
+    shown = sentence.group(1) if sentence else plain
+    if len(shown) > _TITLE_CHARS:
+        shown = shown[: _TITLE_CHARS - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+    return shown or "Memory"
 
 
 def render(memory: Memory) -> str:
@@ -204,7 +233,7 @@ class MemoryNotes:
         memory = self.load(path, self.root() / TRASH)
         if memory is None or memory.id != memory_id:
             return None
-        return dataclasses.replace(memory, forgotten=_mtime_iso(path))
+        return dataclasses.replace(memory, forgotten=mtime_iso(path))
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root()).as_posix()
@@ -239,10 +268,10 @@ class MemoryNotes:
                 self.unreadable.append(f"{TRASH}/{path.relative_to(base).as_posix()}")
                 continue
             if memory is not None:
-                yield dataclasses.replace(memory, forgotten=_mtime_iso(path))
+                yield dataclasses.replace(memory, forgotten=mtime_iso(path))
 
 
-def _mtime_iso(path: Path) -> str:
+def mtime_iso(path: Path) -> str:
     import datetime
 
     moment = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC).replace(microsecond=0)

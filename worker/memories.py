@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pgrecall.errors import InvalidInput
 from pgrecall.memory_history import version_files
-from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, parse, relative_path, render
+from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, mtime_iso, parse, relative_path, render
 from pgrecall.worker import memory_history
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 
@@ -57,8 +57,11 @@ class MemoryFolder(MemoryNotes):
             private_folder(self.folder)
         return self.root()
 
-    def write(self, memory: Memory, event: str = "update") -> Path:
-        """Record the version `event` makes, then write the note atomically and privately; returns its path."""
+    def write(self, memory: Memory, event: str = "update", previous_path: str | None = None) -> Path:
+        """Record the version `event` makes, then write the note atomically and privately; returns its path.
+        `previous_path`: the note's path until now, when its name changes with its text or title: it is
+        renamed first (one atomic rename, the old content under the new name should the write fail),
+        then written, so that no moment has two notes of one id nor none."""
         root = self.ensure()
         target = root / memory.path
         parent = target.parent
@@ -68,12 +71,19 @@ class MemoryFolder(MemoryNotes):
             raise OSError(f"refusing to write outside the memory folder: {memory.path}")
         content = render(memory).encode("utf-8")
         memory_history.record(root, memory.id, event, content)
+        if previous_path is not None and previous_path != memory.path:
+            previous = root / previous_path
+            if not is_inside(root, previous.parent) or previous.parent.is_symlink():
+                raise OSError(f"refusing to rename from outside the memory folder: {previous_path}")
+            os.replace(previous, target)
+            fsync_folder(previous.parent)
         write_atomically(target, content)
         return target
 
     def delete(self, memory_id: str, purge: bool = False) -> Memory | None:
-        """Move the note into the trash (`purge`: delete it); returns what it held. Raises
-        MemoryUnreadable, and leaves the note where it is, when it cannot be read."""
+        """Move the note into the trash (`purge`: delete it); returns what it held, with the moment it
+        was forgotten (`forgotten`, as the trash lists it). Raises MemoryUnreadable, and leaves the
+        note where it is, when it cannot be read."""
         path = self.locate(memory_id)
         if path is None:
             return None
@@ -85,7 +95,7 @@ class MemoryFolder(MemoryNotes):
             path.unlink()
             fsync_folder(path.parent)
             memory_history.remove(root, memory_id)
-            return memory
+            return dataclasses.replace(memory, forgotten=now_utc())
         target = root / TRASH / memory.path
         for folder in (root / TRASH, target.parent.parent, target.parent):
             private_folder(folder)
@@ -97,7 +107,7 @@ class MemoryFolder(MemoryNotes):
         os.utime(target, (now, now))  # the trash's clock: when it was forgotten
         fsync_folder(target.parent)
         fsync_folder(path.parent)
-        return memory
+        return dataclasses.replace(memory, forgotten=mtime_iso(target))
 
     def purge_forgotten(self, memory_id: str) -> Memory | None:
         """Delete a forgotten note from the trash for good; returns what it held."""

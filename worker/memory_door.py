@@ -4,13 +4,21 @@ Pure functions: the memory service (pgrecall.worker.memory_service) gives them t
 text, and for near-duplicates the nearest memories by vector (sql/queries/door.sql) with
 the text their notes hold; these decide.
 
-A near-duplicate is a memory whose vector's cosine similarity with the new text's is at
-least PGRECALL_MEMORY_DUPLICATE_SIMILARITY and which shares at least one rare term with
-it. The threshold was chosen on hand-written pairs (bench/duplicate_threshold.py): the
-model puts "Staging runs three replicas" and "Staging now runs 3 replicas" close, but also
-"Staging runs three replicas" and "Production runs three replicas". The shared rare term
-keeps a pair of short texts that the model finds alike by their shape alone ("I like tea"
-and "We prefer coffee") from counting.
+A memory is similar to the new text when their vectors' cosine similarity is at least
+PGRECALL_MEMORY_DUPLICATE_SIMILARITY and they share at least one rare term. The threshold
+was chosen on hand-written pairs (bench/duplicate_threshold.py): the model puts "Staging
+runs three replicas" and "Staging now runs 3 replicas" close, but also "Staging runs three
+replicas" and "Production runs three replicas". The shared rare term keeps a pair of short
+texts that the model finds alike by their shape alone ("I like tea" and "We prefer coffee")
+from counting.
+
+A similar memory is a near-duplicate, and refused, only when the new text brings no detail
+it lacks and lacks none it has: a number (words and digits alike, "three" and "3", "2 am"
+and "02:00"), an identifier ("E-4711", "QZ3-B003", "parse_date"), a proper name (a
+capitalised word inside a sentence, an acronym; or the first words, "Alice ..." against
+"Bob ...") or a negation. The model reads "E-4711" and "E-4712", "three" and "five",
+"is" and "is not" as nearly the same; they are another fact, which is saved, and the
+answer names the similar memory so that the caller can update it instead.
 
 A secret is what the ingest redaction finds (pgrecall.worker.redact.find_secrets); the
 refusal names its kind and where it is, never the secret itself.
@@ -24,6 +32,7 @@ from collections.abc import Iterable
 
 from pgrecall.memory_client import NearDuplicate, SecretInMemory
 from pgrecall.memory_client import SimilarMemory as Candidate
+from pgrecall.terms import identifier_terms
 from pgrecall.worker.redact import find_secrets
 
 # Words too common to tell two facts apart: articles, pronouns, auxiliaries, prepositions,
@@ -50,7 +59,9 @@ _GERMAN_STOP_WORDS = """
     sollte sondern um und uns unser unter viel vom von vor war waren warum was weil welche wenn wer
     werde werden wie wieder will wir wird wo wurde wurden zu zum zur über
 """
-STOP_WORDS = frozenset(_STOP_WORDS.split()) | frozenset(_GERMAN_STOP_WORDS.split())
+_ENGLISH_STOP_WORDS_SET = frozenset(_STOP_WORDS.split())
+_GERMAN_STOP_WORDS_SET = frozenset(_GERMAN_STOP_WORDS.split())
+STOP_WORDS = _ENGLISH_STOP_WORDS_SET | _GERMAN_STOP_WORDS_SET
 _WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*")
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
@@ -59,6 +70,30 @@ _NUMBER_WORDS = {
     "eins": "1", "zwei": "2", "drei": "3", "vier": "4", "fünf": "5", "sechs": "6", "sieben": "7", "acht": "8",
     "neun": "9", "zehn": "10", "elf": "11", "zwölf": "12", "zwanzig": "20", "dreißig": "30", "hundert": "100",
 }  # fmt: skip
+# "one" and "eins" are numbers in a rare term, but as a detail "one" is as often a pronoun ("the one").
+_DETAIL_NUMBER_WORDS = {word: digits for word, digits in _NUMBER_WORDS.items() if word not in ("one", "eins")} | {
+    "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90", "thousand": "1000",
+    "dozen": "12", "vierzig": "40", "fünfzig": "50", "tausend": "1000", "twice": "2",
+    "first": "1", "third": "3", "fourth": "4", "fifth": "5", "sixth": "6", "tenth": "10",
+}  # fmt: skip
+_NEGATION_WORDS = """
+    not no never none nothing nobody neither nor without cannot cant dont doesnt didnt isnt arent wasnt
+    werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt
+    nicht kein keine keinen keinem keiner keines nie niemals nichts ohne niemand
+"""
+_NEGATIONS = frozenset(_NEGATION_WORDS.split())
+# "X, not Y" says what "X rather than Y" and "X instead of Y" say.
+_CONTRASTS = re.compile(r"\b(?:rather than|instead of|an ?statt)\b", re.IGNORECASE)
+_COMPOUND = re.compile(
+    r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ](one|two|three|four|five|six|seven|eight|nine)\b",
+    re.IGNORECASE,
+)
+_ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th|\.)(?=\W|$)", re.IGNORECASE)
+_TIME = re.compile(r"\b(\d{1,2}):(\d{2})\b|\b(\d{1,2})\s*([ap])\.?m\b\.?", re.IGNORECASE)
+_THOUSANDS = re.compile(r"(?<=\d)[,'](?=\d{3}\b)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SENTENCE = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)([^\W\d_][\w'-]*)")
+_WORDS_ONLY = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 MAX_CANDIDATES = 5  # nearest memories looked at; more would be listed to the caller as noise
 
 
@@ -80,13 +115,132 @@ def rare_terms(text: str) -> frozenset[str]:
     )
 
 
-def is_near_duplicate(text: str, candidate: Candidate, threshold: float) -> bool:
+def _hour(match: re.Match[str]) -> str:
+    if match.group(1) is not None:  # 14:00 -> 14, 14:30 stays
+        hour, minutes = int(match.group(1)), match.group(2)
+        return str(hour) if minutes == "00" else f"{hour}:{minutes}"
+    hour = int(match.group(3)) % 12 + (12 if match.group(4).lower() == "p" else 0)
+    return str(hour)
+
+
+def _compound(match: re.Match[str]) -> str:
+    return str(int(_DETAIL_NUMBER_WORDS[match.group(1).lower()]) + int(_NUMBER_WORDS[match.group(2).lower()]))
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numbers `text` states, as digits: "three" and "3", "thirty-five" and "35", "2 am" and "02:00",
+    "1,000" and "1000" alike."""
+    text = _COMPOUND.sub(_compound, text)
+    plain = _ORDINAL.sub(r"\1", _THOUSANDS.sub("", _TIME.sub(lambda match: f" {_hour(match)} ", text)))
+    found = {str(float(n)).removesuffix(".0") for n in _NUMBER.findall(plain)}
+    found.update(
+        _DETAIL_NUMBER_WORDS[w] for w in (w.lower() for w in _WORD.findall(plain)) if w in _DETAIL_NUMBER_WORDS
+    )
+    return frozenset(found)
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """Codes and names of code ("E-4711", "QZ3-B003", "parse_date", "eu-west-1"), lower-cased, their
+    dashes dropped ("E4711" is "E-4711"); words joined by a dash only ("on-call") are none."""
+    return frozenset(
+        term.replace("-", "")
+        for term in identifier_terms(text)
+        if not _WORDS_ONLY.fullmatch(term) and not _ORDINAL.fullmatch(term)
+    )
+
+
+def _is_german(words: list[str]) -> bool:
+    lowered = [word.lower() for word in words]
+    german = sum(word in _GERMAN_STOP_WORDS_SET for word in lowered)
+    return german >= 2 and german > sum(word in _ENGLISH_STOP_WORDS_SET for word in lowered)
+
+
+def names(text: str) -> frozenset[str]:
+    """Proper names: capitalised words inside a sentence ("the March outage", "Alice's laptop") and
+    acronyms ("TLS"), as terms. A German text capitalises every noun: there, only acronyms."""
+    words = _WORD.findall(text)
+    starts = {match.start(1) for match in _SENTENCE.finditer(text)}
+    german = _is_german(words)
+    found = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if not word[0].isupper() or _term(word) in STOP_WORDS:
+            continue
+        acronym = len(word) > 1 and word.isupper() and word.isalpha()
+        if acronym or (not german and match.start() not in starts and not word.isupper()):
+            found.add(_term(word))
+    return frozenset(found)
+
+
+def _first_name(text: str) -> str | None:
+    """The text's first word when it is capitalised and no stop word: maybe a name, maybe not."""
+    words = _WORD.findall(text)
+    if words and words[0][0].isupper() and _term(words[0]) not in STOP_WORDS:
+        return _term(words[0])
+    return None
+
+
+def is_negated(text: str) -> bool:
+    words = _WORD.findall(text)
+    return bool(_CONTRASTS.search(text)) or any(_term(w) in _NEGATIONS or w.lower().endswith("n't") for w in words)
+
+
+def _named_in(name: str, text: str, terms: frozenset[str]) -> bool:
+    """Whether `text` names `name` too: as a word, one it abbreviates or is short for ("Postgres",
+    "PostgreSQL"; "EUR", "euros"), or by initials ("LB", "load balancer")."""
+    if name in terms or any(
+        len(name) >= 3 and (t.startswith(name) or name.startswith(t)) and len(t) >= 3 for t in terms
+    ):
+        return True
+    initials = "".join(word[0].lower() for word in _WORD.findall(text))
+    return 2 <= len(name) <= 5 and name.isalpha() and name in initials
+
+
+def new_details(text: str, other: str) -> list[str]:
+    """What tells `text` and `other` apart as facts although their words may read alike: the numbers,
+    identifiers and names one has and the other lacks, and a negation in one only. Empty: no such detail."""
+    differ = [*sorted(numbers(text) ^ numbers(other)), *sorted(identifiers(text) ^ identifiers(other))]
+    terms, other_terms = _all_terms(text), _all_terms(other)
+    differ += sorted(
+        {name for name in names(text) if not _named_in(name, other, other_terms)}
+        | {name for name in names(other) if not _named_in(name, text, terms)}
+    )
+    first, other_first = _first_name(text), _first_name(other)
+    if first and other_first and first not in other_terms and other_first not in terms:
+        differ += [first, other_first]  # "Alice owns billing" / "Bob owns billing"
+    if is_negated(text) != is_negated(other):
+        differ.append("a negation")
+    return differ
+
+
+def _all_terms(text: str) -> frozenset[str]:
+    return frozenset(_term(word) for word in _WORD.findall(text))
+
+
+def is_similar(text: str, candidate: Candidate, threshold: float) -> bool:
+    """Close by vector and sharing a rare term: the same fact, or another with the same words."""
     return candidate.similarity >= threshold and bool(rare_terms(text) & rare_terms(candidate.text))
+
+
+def is_near_duplicate(text: str, candidate: Candidate, threshold: float) -> bool:
+    """Similar and bringing no detail of its own: the same fact again, refused."""
+    return is_similar(text, candidate, threshold) and not new_details(text, candidate.text)
 
 
 def near_duplicates(text: str, candidates: Iterable[Candidate], threshold: float) -> list[Candidate]:
     """The candidates that are near-duplicates of `text`, most similar first."""
     found = [candidate for candidate in candidates if is_near_duplicate(text, candidate, threshold)]
+    return sorted(found, key=lambda candidate: (-candidate.similarity, candidate.id))
+
+
+def similar_facts(text: str, candidates: Iterable[Candidate], threshold: float) -> list[Candidate]:
+    """The candidates similar to `text` that state another fact (a detail differs), most similar
+    first: `text` is saved, and the answer names them."""
+    found = [
+        candidate
+        for candidate in candidates
+        if is_similar(text, candidate, threshold) and not is_near_duplicate(text, candidate, threshold)
+    ]
     return sorted(found, key=lambda candidate: (-candidate.similarity, candidate.id))
 
 

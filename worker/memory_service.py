@@ -149,7 +149,7 @@ class MemoryService:
                 # A note its writer did not live to index is indexed now; an indexed one is unchanged.
                 return Saved(existing, created=False, indexed=await self._index(existing))
             # The check's vector is the note's: indexing it embeds nothing again.
-            vectors = {} if force else await self._refuse_near_duplicates(clean_text, clean_title)
+            vectors, similar = ({}, []) if force else await self._refuse_near_duplicates(clean_text, clean_title)
             now = memories.now_utc()
             memory_id = memories.new_id()
             memory = Memory(
@@ -166,13 +166,16 @@ class MemoryService:
             )
             await asyncio.to_thread(self.files.write, memory, "remember")
             indexed = await self._index(memory, vectors)
-        log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed)
-        return Saved(memory, created=True, indexed=indexed)
+        log.info("memory_remembered", id=memory.id, path=memory.path, indexed=indexed, similar=[m.id for m in similar])
+        return Saved(memory, created=True, indexed=indexed, similar=tuple(similar))
 
-    async def _refuse_near_duplicates(self, text: str, title: str | None) -> dict[str, Any]:
+    async def _refuse_near_duplicates(
+        self, text: str, title: str | None
+    ) -> tuple[dict[str, Any], list[memory_door.Candidate]]:
         """NearDuplicate when memories of the folder say nearly the same as `text`; else the text's
-        vector, by its embedding text. When the model or the database cannot answer, the memory is
-        saved unchecked (as it is written unindexed)."""
+        vector, by its embedding text, and the memories alike but stating another fact (a detail
+        differs: memory_door.new_details). When the model or the database cannot answer, the memory
+        is saved unchecked (as it is written unindexed)."""
         assert self._indexer is not None and self._pool is not None
         threshold = self.settings.memory_duplicate_similarity
         try:
@@ -192,7 +195,7 @@ class MemoryService:
                 rows = await cursor.fetchall()
         except (psycopg.OperationalError, PgRecallError) as exc:
             log.warning("memory_not_checked", error=first_line(exc))
-            return {}
+            return {}, []
         candidates = []
         for memory_id, similarity in rows:
             if similarity < threshold:
@@ -212,7 +215,15 @@ class MemoryService:
                 "memory_refused", reason="near_duplicate", ids=[c.id for c in found], similarity=found[0].similarity
             )
             raise memory_door.near_duplicate(found)
-        return {embedded: vector}
+        return {embedded: vector}, memory_door.similar_facts(text, candidates, threshold)
+
+    async def _unindex(self, path: str) -> None:
+        """The index forgets a note's old path; if the database cannot answer, the reconciliation will."""
+        assert self._indexer is not None
+        try:
+            await self._indexer.remove_path(self.root, path)
+        except (psycopg.OperationalError, PgRecallError) as exc:
+            log.warning("memory_not_unindexed", path=path, error=first_line(exc))
 
     async def _find_same_text(self, text: str, digest: str) -> Memory | None:
         """The memory of the folder holding exactly this text; MemoryUnreadable when the index
@@ -260,9 +271,22 @@ class MemoryService:
             _check_version(current, clean_expect)
             await asyncio.to_thread(self.files.settle, clean_id)
             memory = dataclasses.replace(current, **changes, updated=memories.now_utc())
-            await asyncio.to_thread(self.files.write, memory, "update")
+            if "text" in changes or "title" in changes:  # the file name follows them (redacted, as remember's)
+                path = memory_notes.renamed_path(
+                    current.path, memory.id, memory.created, *_without_secrets(memory.title, memory.text)
+                )
+                memory = dataclasses.replace(memory, path=path)
+            await asyncio.to_thread(self.files.write, memory, "update", current.path)
+            if memory.path != current.path:
+                await self._unindex(current.path)
             indexed = await self._index(memory)
-        log.info("memory_updated", id=memory.id, path=memory.path, indexed=indexed)
+        log.info(
+            "memory_updated",
+            id=memory.id,
+            path=memory.path,
+            renamed_from=current.path if memory.path != current.path else None,
+            indexed=indexed,
+        )
         return Saved(memory, created=False, indexed=indexed)
 
     async def forget(self, memory_id: Any, expect: Any = None, purge: Any = False) -> Memory:

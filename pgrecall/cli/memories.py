@@ -124,6 +124,10 @@ def _service(settings: Settings):
 
 
 def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
+    from pgrecall.memory_client import resembles
+
+    if saved.similar:  # saved as a new fact; the memories it resembles are named, on stderr as warnings are
+        print(f"pgrecall: {resembles(saved.similar, 'cli')}", file=sys.stderr)
     if as_json:
         print(json.dumps(saved.to_json(), ensure_ascii=False))
         return
@@ -165,9 +169,8 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
         folder, saved = asyncio.run(run())
     except NearDuplicate as exc:
         if args.json:
-            print(json.dumps(exc.to_json(), ensure_ascii=False))
-        line = exc.describe(exc.similar, update="`pgrecall update {id} --text ...`", force="--force")
-        print(f"pgrecall: {line}", file=sys.stderr)
+            print(json.dumps(exc.to_json("cli"), ensure_ascii=False))
+        print(f"pgrecall: {exc.describe(exc.similar, 'cli')}", file=sys.stderr)
         return EXIT_NEAR_DUPLICATE
     except SecretInMemory as exc:
         return _secret_refused(exc, args.json)

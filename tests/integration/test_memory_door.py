@@ -19,6 +19,19 @@ from tests.support.secrets import SHAPES
 FACT = "Staging runs three replicas since the March outage."
 PARAPHRASE = "Since the March outage, staging has been running 3 replicas."
 UNRELATED = "Grandma's lentil soup uses cumin and lemon."
+FIVE_REPLICAS = "Production runs five replicas since the March outage."
+# Issue 38: each second text was refused as a near-duplicate of the first, and lost.
+DISTINCT = [
+    (
+        "Meter error E-4711 means the gateway stopped reporting readings; fix by restarting the gateway.",
+        "Meter error E-4712 means the meter's clock lost sync with the gateway; fix with chronyc.",
+    ),
+    (FACT, FIVE_REPLICAS),
+    (
+        "Sample QZ3-B003 from the Lyon line failed the humidity test in week 12.",
+        "Sample QZ3-B006 from the Lyon line failed the humidity test in week 12.",
+    ),
+]
 GITHUB_TOKEN = dict(SHAPES)["github token"]
 
 
@@ -34,7 +47,8 @@ def test_a_near_duplicate_is_refused_unsaved_and_force_saves_it(settings, db_url
                 await service.remember(PARAPHRASE)
             assert refused.value.ids == [first.memory.id]
             assert refused.value.similar[0].text == FACT and refused.value.similar[0].similarity >= 0.75
-            assert f"update_memory({first.memory.id}, ...)" in str(refused.value)
+            assert str(refused.value).count(first.memory.id) == 2  # named once, then in the advice
+            assert f"update_memory({first.memory.id!r}, text=...)" in str(refused.value)
             assert len(notes(memory_folder)) == 1
 
             # The exact text still returns its memory, with or without force.
@@ -50,6 +64,24 @@ def test_a_near_duplicate_is_refused_unsaved_and_force_saves_it(settings, db_url
             # A titled memory is compared as the pipeline embeds it (the title as its heading).
             with pytest.raises(NearDuplicate):
                 await service.remember("Staging has run 3 replicas ever since the March outage.", title="Staging")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("first_text", "second_text"), DISTINCT)
+def test_a_distinct_fact_differing_by_a_code_or_number_is_saved_naming_the_memory_it_resembles(
+    settings, db_url, memory_folder, first_text, second_text
+):
+    async def scenario():
+        async with MemoryService(settings, db_url, memory_folder) as service:
+            first = await service.remember(first_text)
+            second = await service.remember(second_text)
+            assert second.created and second.indexed and second.memory.id != first.memory.id
+            assert [m.id for m in second.similar] == [first.memory.id]
+            assert second.to_json()["similar"][0]["text"] == first_text
+            with pytest.raises(NearDuplicate):  # a true paraphrase of the first is still refused
+                await service.remember(PARAPHRASE if first_text == FACT else f"{first_text} (noted again)")
+            assert len(notes(memory_folder)) == 2
 
     asyncio.run(scenario())
 
@@ -133,11 +165,16 @@ def test_http_answers_409_naming_the_near_duplicates_and_422_for_a_secret(search
         assert refused.status_code == 409
         body = refused.json()
         assert [m["id"] for m in body["near_duplicates"]] == [first.json()["id"]]
-        assert body["near_duplicates"][0]["text"] == FACT and "force=true" in body["error"]
+        assert body["near_duplicates"][0]["text"] == FACT
+        assert '"force": true' in body["error"] and f"PATCH /memories/{first.json()['id']}" in body["error"]
+        assert "update_memory" not in body["error"]
         assert client.post("/memories", json={"text": FACT}).status_code == 200  # the exact text: that memory
         assert client.post("/memories", json={"text": UNRELATED}).status_code == 201
         forced = client.post("/memories", json={"text": PARAPHRASE, "force": True})
-        assert forced.status_code == 201 and forced.json()["new"]
+        assert forced.status_code == 201 and forced.json()["new"] and forced.json()["similar"] == []
+        other_fact = client.post("/memories", json={"text": FIVE_REPLICAS})
+        assert other_fact.status_code == 201, other_fact.text
+        assert [m["id"] for m in other_fact.json()["similar"]][:1] == [first.json()["id"]]
 
         token = GITHUB_TOKEN(5)
         secret = client.post("/memories", json={"text": f"Use {token} to deploy."})
@@ -153,7 +190,7 @@ def test_http_answers_409_naming_the_near_duplicates_and_422_for_a_secret(search
         patched = client.patch(f"/memories/{memory_id}", json={"text": f"Staging uses {token}.", "allow_secret": True})
         assert patched.status_code == 200
         assert client.post("/memories", json={"text": UNRELATED + "!", "force": "maybe"}).status_code == 422
-        assert len(notes(memory_folder)) == 4
+        assert len(notes(memory_folder)) == 5
 
 
 def test_the_checks_vector_is_the_one_indexed_and_the_text_is_not_embedded_twice(

@@ -47,15 +47,16 @@ def test_every_change_is_a_version_and_restore_brings_an_old_one_back(settings, 
                 (4, "restore", NEW_FACT),
             ]
             # Each version is the note as its change left it, byte for byte.
-            assert history(folder, memory_id)[-1].content == (folder / saved.memory.path).read_bytes()
+            assert history(folder, memory_id)[-1].content == (folder / restored.memory.path).read_bytes()
             assert history(folder, memory_id)[-1].hash == restored.memory.version  # what every read returns
             await service.update(memory_id, tags=["ops", "staging"])
 
             back = await service.restore(memory_id, version=1)
-            assert (back.memory.text, back.memory.path, back.indexed) == (FACT, saved.memory.path, True)
+            # The note keeps the path it has (the update renamed it after NEW_FACT).
+            assert (back.memory.text, back.memory.path, back.indexed) == (FACT, restored.memory.path, True)
             assert service.files.read(memory_id).text == FACT
             assert [n_event[:2] for n_event in events(folder, memory_id)][-2:] == [(5, "update"), (6, "restore")]
-            assert searcher.search("how many staging replicas", k=1)[0].path == saved.memory.path
+            assert searcher.search("how many staging replicas", k=1)[0].path == back.memory.path
             # A version of a forgotten memory comes back from the trash, and leaves none there.
             await service.forget(memory_id)
             again = await service.restore(memory_id, version="2")

@@ -49,7 +49,7 @@ def test_a_stale_version_is_refused_and_changes_nothing(settings, db_url, memory
                     await attempt
             assert service.files.read(saved.memory.id).text == "Staging runs four replicas."
             # A hand edit is a change too: the version read before it is stale.
-            note = memory_folder.resolve() / saved.memory.path
+            note = memory_folder.resolve() / first.memory.path  # renamed after its new text
             note.write_text(note.read_text().replace("four", "six"), encoding="utf-8")
             with pytest.raises(StaleVersion):
                 await service.update(saved.memory.id, tags=["x"], expect=first.memory.version)

@@ -97,3 +97,30 @@ def test_sixteen_concurrent_remembers_leave_one_note_per_distinct_text(settings,
         db_url, "SELECT count(*) FROM pgrecall.documents WHERE source_root = %s", (str(memory_folder.resolve()),)
     )
     assert rows == [(5,)]
+
+
+def test_a_memory_without_a_title_is_shown_by_its_first_sentence_and_its_file_name_follows_its_text(
+    settings, db_url, memory_folder, searcher
+):
+    async def scenario():
+        async with MemoryService(settings, db_url, memory_folder) as service:
+            saved = await service.remember("Staging runs three replicas since the March outage. It broke twice.")
+            hit = searcher.search("how many staging replicas?", k=1)[0]
+            assert hit.path == saved.memory.path
+            assert hit.title == "Staging runs three replicas since the March outage."  # not the file name
+            updated = await service.update(saved.memory.id, text="Staging runs four replicas since the May outage.")
+            return saved, updated
+
+    saved, updated = run(scenario())
+    assert updated.memory.id == saved.memory.id and updated.memory.created == saved.memory.created
+    assert "staging-runs-four-replicas" in updated.memory.path and updated.memory.path.endswith(
+        f"-{saved.memory.id}.md"
+    )
+    assert not (memory_folder / saved.memory.path).exists()
+    note = (memory_folder / updated.memory.path).read_text()
+    assert "four replicas" in note and f"id: {saved.memory.id}" in note
+    assert [p.name for p in memory_folder.rglob("*.md")] == [updated.memory.path.rpartition("/")[2]]
+    paths = query(db_url, "SELECT path, title FROM pgrecall.documents WHERE path LIKE %s", (f"%{saved.memory.id}.md",))
+    assert paths == [(updated.memory.path, "Staging runs four replicas since the May outage.")]  # old path gone
+    hit = searcher.search("how many staging replicas?", k=1)[0]
+    assert hit.path == updated.memory.path and "four replicas" in hit.text

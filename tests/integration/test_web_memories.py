@@ -215,3 +215,35 @@ def test_with_a_token_a_form_post_without_it_goes_to_the_login_and_writes_nothin
     guarded.post("/login", data={"token": "s3cret", "next": "/memories"})  # keeps the cookie
     allowed = guarded.post("/memories", data={"text": "Typed after the login."}, headers=HTML)
     assert allowed.status_code == 303 and len(_notes(memory_folder)) == 1
+
+
+def test_a_near_duplicate_from_the_form_is_a_conflict_with_a_save_anyway_that_works(client, memory_folder):
+    assert client.post("/memories", data={"text": FACT}, headers=HTML).status_code == 303
+    (first,) = read_memories(memory_folder)
+    paraphrase = "Because the upstream quota resets hourly, the zorblax cache expires after 17 minutes."
+
+    refused = client.post("/memories", data={"text": paraphrase, "tags": "ops"}, headers=HTML)
+    assert refused.status_code == 409  # a conflict, as the JSON API answers, not 503
+    assert f'href="/memories/{first.id}"' in refused.text and "Save anyway" in refused.text
+    assert 'name="force" value="true"' in refused.text and paraphrase in refused.text  # the text kept
+    assert "force=true" not in refused.text and "update_memory" not in refused.text  # the page's own words
+    assert len(_notes(memory_folder)) == 1
+
+    forced = client.post("/memories", data={"text": paraphrase, "tags": "ops", "force": "true"}, headers=HTML)
+    assert forced.status_code == 303 and len(_notes(memory_folder)) == 2
+    assert re.fullmatch(r"/memories/[0-9a-f]{12}\?done=remembered", forced.headers["location"])
+
+
+def test_a_fact_saved_beside_a_similar_one_names_it_and_an_untitled_memory_shows_its_first_sentence(
+    client, memory_folder
+):
+    assert client.post("/memories", data={"text": FACT}, headers=HTML).status_code == 303
+    (first,) = read_memories(memory_folder)
+    other = "The zorblax cache expires after 45 minutes because the upstream quota resets hourly."
+    saved = client.post("/memories", data={"text": other}, headers=HTML)
+    assert saved.status_code == 303 and f"similar={first.id}" in saved.headers["location"]
+    page = client.get(saved.headers["location"], headers=HTML).text
+    assert "it resembles" in page and f'href="/memories/{first.id}"' in page
+    assert "<h1>The zorblax cache expires after 45 minutes because the upstream quota resets hourly.</h1>" in page
+    listing = client.get("/memories", headers=HTML).text
+    assert f'<a href="/memories/{first.id}">{FACT}</a>' in listing

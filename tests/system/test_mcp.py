@@ -158,7 +158,11 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
 
             stale = {"id": memory["id"], "text": "Zorblax expires never.", "expect": memory["version"]}
             updated = _json(await client.call_tool("update_memory", {**stale, "text": UPDATED}))
-            assert updated["text"] == UPDATED and updated["path"] == memory["path"]
+            assert updated["text"] == UPDATED and updated["id"] == memory["id"]
+            # The file name follows the new text (issue 38): renamed, the id kept, the old name gone.
+            assert "after-5-minutes" in updated["path"] and updated["path"].endswith(f"-{memory['id']}.md")
+            assert not (folder / memory["path"]).exists() and (folder / updated["path"]).is_file()
+            memory["path"] = updated["path"]
             assert updated["version"] != memory["version"]
             # Updated from the version read before: refused in one line, the memory unchanged.
             text = _error_text(await client.call_tool("update_memory", stale))
@@ -173,6 +177,7 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
 
             forgotten = _json(await client.call_tool("forget", {"id": memory["id"]}))
             assert forgotten["id"] == memory["id"] and not (folder / memory["path"]).exists()
+            assert forgotten["forgotten"] and forgotten["forgotten"].endswith("Z")  # when, not null (issue 38)
             hits = _json(await client.call_tool("search_memory", {"query": "zorblax cache expiry", "k": 10}))["hits"]
             assert memory["path"] not in [hit["path"] for hit in hits]
             trashed = _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"]
@@ -194,7 +199,7 @@ def test_remember_search_update_forget_over_stdio(index, db_url, tmp_path):
             text = _error_text(await client.call_tool("restore_memory", {"id": memory["id"], "version": 0}))
             assert "a version is a number" in text and "\n" not in text
             purged = _json(await client.call_tool("forget", {"id": memory["id"], "purge": True}))
-            assert purged["id"] == memory["id"]
+            assert purged["id"] == memory["id"] and purged["forgotten"]
             assert _json(await client.call_tool("list_memories", {"forgotten": True}))["memories"] == []
 
             # Bad input: a one-line tool error, nothing written; unknown ids are refused.

@@ -34,25 +34,35 @@ def test_remember_on_the_command_line_exits_3_for_a_near_duplicate_and_4_for_a_s
     assert refused.returncode == 3, refused.stderr
     line = refused.stderr.strip().splitlines()[-1]
     assert memory_id in line and f"pgrecall update {memory_id}" in line and "--force" in line
+    assert line.count(memory_id) == 2  # named once, then in the advice
     as_json = run_cli("remember", PARAPHRASE, "--json", env=env)
     assert as_json.returncode == 3
-    assert [m["id"] for m in json.loads(as_json.stdout)["near_duplicates"]] == [memory_id]
+    answer = json.loads(as_json.stdout)
+    assert [m["id"] for m in answer["near_duplicates"]] == [memory_id]
+    assert f"pgrecall update {memory_id}" in answer["error"] and "--force" in answer["error"]
+    assert "update_memory" not in answer["error"] and "force=" not in answer["error"]
     assert len(notes(folder)) == 1
+
+    five = run_cli("remember", "Production runs five replicas since the March outage.", "--json", env=env)
+    assert five.returncode == 0, five.stderr
+    assert [m["id"] for m in json.loads(five.stdout)["similar"]] == [memory_id]
+    assert f"resembles {memory_id}" in five.stderr and f"pgrecall update {memory_id}" in five.stderr
+    assert len(notes(folder)) == 2
 
     forced = run_cli("remember", PARAPHRASE, "--force", "--json", env=env)
     assert forced.returncode == 0, forced.stderr
-    assert json.loads(forced.stdout)["new"] and len(notes(folder)) == 2
+    assert json.loads(forced.stdout)["new"] and len(notes(folder)) == 3
 
     text = f"The deploy bot uses {TOKEN} until May."
     secret = run_cli("remember", text, env=env)
     assert secret.returncode == 4
     assert "github token" in secret.stderr and "line 1, column 21" in secret.stderr
-    assert TOKEN not in secret.stdout + secret.stderr and len(notes(folder)) == 2
+    assert TOKEN not in secret.stdout + secret.stderr and len(notes(folder)) == 3
     secret_json = run_cli("remember", text, "--json", env=env)
     assert secret_json.returncode == 4 and json.loads(secret_json.stdout)["secret"] == "github token"
     allowed = run_cli("remember", text, "--allow-secret", env=env)
     assert allowed.returncode == 0, allowed.stderr
-    assert TOKEN not in allowed.stdout + allowed.stderr and len(notes(folder)) == 3
+    assert TOKEN not in allowed.stdout + allowed.stderr and len(notes(folder)) == 4
 
     updated = run_cli("update", memory_id, "--text", text, env=env)
     assert updated.returncode == 4 and "github token" in updated.stderr and TOKEN not in updated.stderr
@@ -91,7 +101,9 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             refused = _result(await client.call_tool("remember", {"text": PARAPHRASE, "project": ""}))
             assert refused["saved"] is False and [m["id"] for m in refused["near_duplicates"]] == [first["id"]]
             assert refused["near_duplicates"][0]["text"] == FACT
-            assert f"update_memory({first['id']}, ...)" in refused["message"] and "force=true" in refused["message"]
+            message = refused["message"]
+            assert f"update_memory(id={first['id']!r}" in message and "force=true" in message
+            assert message.count(first["id"]) == 2
             assert len(notes(folder)) == 1
             again = _result(await client.call_tool("remember", {"text": FACT, "project": ""}))
             assert (again["saved"], again["new"], again["id"]) == (True, False, first["id"])
@@ -99,6 +111,10 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             assert unrelated["saved"] and unrelated["new"]
             forced = _result(await client.call_tool("remember", {"text": PARAPHRASE, "project": "", "force": True}))
             assert forced["saved"] and forced["new"] and len(notes(folder)) == 3
+            five = {"text": "Production runs five replicas since the March outage.", "project": ""}
+            other = _result(await client.call_tool("remember", five))  # another fact: saved, naming its neighbour
+            assert other["saved"] and other["new"] and first["id"] in [m["id"] for m in other["similar"]]
+            assert f"resembles {first['id']}" in other["message"] and "update_memory(id=" in other["message"]
 
             text = f"The deploy bot uses {TOKEN} until May."
             secret = await client.call_tool("remember", {"text": text, "project": ""})
@@ -106,7 +122,7 @@ def test_the_mcp_remember_tool_says_what_to_do_with_a_near_duplicate_and_refuses
             reason = secret.content[0].text
             assert "github token" in reason and "allow_secret=true" in reason and TOKEN not in reason
             allowed = await client.call_tool("remember", {"text": text, "project": "", "allow_secret": True})
-            assert _result(allowed)["saved"] and len(notes(folder)) == 4
+            assert _result(allowed)["saved"] and len(notes(folder)) == 5
             update = await client.call_tool("update_memory", {"id": first["id"], "text": text})
             assert update.is_error and "github token" in update.content[0].text and TOKEN not in update.content[0].text
 

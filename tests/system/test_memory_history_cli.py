@@ -219,6 +219,7 @@ def test_a_hand_edit_the_running_service_sees_becomes_a_version(db_url, tmp_path
         # A change through pgrecall after it goes on from the edit, which restore can bring back.
         ok(run_cli("update", memory["id"], "--text", NEW_FACT, env=env))
         ok(run_cli("restore", memory["id"], "--version", "2", env=env))
+        (note,) = folder.rglob(f"*-{memory['id']}.md")  # the update renamed it after its new text
         assert "seven replicas" in note.read_text(encoding="utf-8")
         shown = json.loads(ok(run_cli("memories", "history", memory["id"], "--json", env=env)))
         assert [entry["event"] for entry in shown] == ["remember", "edit", "update", "restore"]

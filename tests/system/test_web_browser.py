@@ -236,3 +236,26 @@ def test_remember_edit_forget_and_undo_a_memory_from_the_page(site, site_env, pa
     (memory,) = [m for m in json.loads(listed.stdout) if m["id"] == memory_id]
     assert memory["text"] == "The quarkle service restarts at 05:30 UTC, said the page."
     assert memory["title"] == "Quarkle restart time" and memory["tags"] == ["ops"] and memory["source"] == "web"
+
+
+def test_a_near_duplicate_on_the_page_is_shown_with_a_save_anyway_that_saves(site, site_env, page):
+    expect = sync_api.expect
+    page.set_default_timeout(WAIT_MS)
+    fact = "The glimmer backup bucket keeps 14 daily snapshots because restores rarely reach further back."
+    paraphrase = "Because restores rarely reach further back, the glimmer backup bucket keeps 14 daily snapshots."
+    for text in (fact, paraphrase):
+        page.goto(site + "/memories")
+        if not page.locator("#remember textarea").is_visible():
+            page.locator("details.remember summary").click()
+        page.locator("#remember textarea").fill(text)
+        page.locator("#remember button[type=submit]").first.click()
+        if text == fact:
+            expect(page.locator(".flash")).to_contain_text("Remembered.", timeout=WAIT_MS)
+    expect(page.locator("#remember .error")).to_contain_text("nearly the same", timeout=WAIT_MS)
+    expect(page.locator("#remember ul.near a")).to_contain_text("glimmer backup bucket", timeout=WAIT_MS)
+    expect(page.locator("#remember textarea")).to_have_value(paraphrase, timeout=WAIT_MS)  # nothing typed is lost
+    page.locator("#remember button[name=force]").click()
+    expect(page.locator(".flash")).to_contain_text("Remembered.", timeout=WAIT_MS)
+    expect(page.locator("article.memory .chunk")).to_contain_text(paraphrase, timeout=WAIT_MS)
+    listed = run_cli("memories", "--json", env=site_env, timeout=300)
+    assert [m["text"] for m in json.loads(listed.stdout)].count(paraphrase) == 1 and page.errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 
@@ -73,7 +74,8 @@ def test_delete_and_listing(tmp_path):
     assert [m.id for m in memory_notes.select(folder.memories(), tags=("b",))] == [new.id]
     assert [m.id for m in memory_notes.select(folder.memories(), since="2026-11-01")] == [new.id]
     assert memory_notes.select(folder.memories(), limit=1) == [new]
-    assert folder.delete(old.id) == old
+    forgotten = folder.delete(old.id)
+    assert forgotten == dataclasses.replace(old, forgotten=forgotten.forgotten) and forgotten.forgotten  # when
     assert folder.locate(old.id) is None and [m.id for m in folder.memories()] == [new.id]
 
 

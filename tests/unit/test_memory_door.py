@@ -39,21 +39,64 @@ def test_near_duplicates_are_the_passing_candidates_most_similar_first():
     assert [c.id for c in found] == ["cccccccccccc", "aaaaaaaaaaaa"]
 
 
-def test_the_refusal_names_the_memories_and_the_two_ways_on():
+def test_the_refusal_names_each_memory_once_and_the_two_ways_on_in_the_interfaces_words():
     refusal = memory_door.near_duplicate(
         [Candidate("cccccccccccc", "Staging has\nthree replicas.", 0.95), Candidate("aaaaaaaaaaaa", "x", 0.8)]
     )
     assert isinstance(refusal, NearDuplicate) and refusal.ids == ["cccccccccccc", "aaaaaaaaaaaa"]
     message = str(refusal)
-    assert "\n" not in message and "cccccccccccc, aaaaaaaaaaaa" in message and "Staging has three replicas." in message
-    assert "update_memory(cccccccccccc, ...)" in message and "force=true" in message
+    assert "\n" not in message and "Staging has three replicas." in message
+    assert message.count("cccccccccccc") == 2 and message.count("aaaaaaaaaaaa") == 1  # listed once, then the advice
+    assert "update_memory('cccccccccccc', text=...)" in message and "force=True" in message
     assert refusal.to_json()["near_duplicates"][0] == {
         "id": "cccccccccccc",
         "text": "Staging has\nthree replicas.",
         "similarity": 0.95,
     }
-    cli = refusal.describe(refusal.similar, update="pgrecall update {id}", force="--force")
+    cli = refusal.to_json("cli")["error"]
     assert "pgrecall update cccccccccccc" in cli and cli.endswith("--force")
+    assert "update_memory" not in cli and "force=" not in cli
+    assert "update_memory(id='cccccccccccc'" in refusal.describe(refusal.similar, "mcp")
+    http = refusal.describe(refusal.similar, "http")
+    assert "PATCH /memories/cccccccccccc" in http and '"force": true' in http
+
+
+ISSUE_PAIRS = [
+    (
+        "Meter error E-4711 means the gateway stopped reporting readings; fix by restarting the gateway.",
+        "Meter error E-4712 means the meter's clock lost sync with the gateway; fix with chronyc.",
+    ),
+    ("Staging runs three replicas since the March outage.", "Production runs five replicas since the March outage."),
+    ("Lot QZ3-B003 passed the humidity test.", "Lot QZ3-B006 passed the humidity test."),
+    ("Alice owns the billing service.", "Bob owns the billing service."),
+    ("The parser in lexer.py handles tabs.", "The parser in lexer.py does not handle tabs."),
+]
+PARAPHRASES = [
+    (
+        "Staging runs three replicas since the March outage.",
+        "Since the March outage, staging has been running 3 replicas.",
+    ),
+    ("The nightly backup job starts at 2 am UTC.", "Backups run every night at 02:00 UTC."),
+    ("Backups are kept for thirty-five days in Loki.", "Loki keeps backups for 35 days."),
+    ("Tests use a real PostgreSQL, never a mock.", "Our tests run against an actual Postgres instead of mocks."),
+    ("Budget approvals above 5000 euros go to the CFO.", "Any spend over 5,000 EUR has to be approved by the CFO."),
+    ("The load balancer health check hits /healthz every 10 seconds.", "Every ten seconds the LB probes /healthz."),
+    ("Interns start on the first of July.", "The interns begin on July 1st."),
+]
+
+
+@pytest.mark.parametrize(("text", "other"), ISSUE_PAIRS)
+def test_a_text_bringing_its_own_number_code_name_or_negation_is_another_fact(text, other):
+    assert memory_door.new_details(other, text)
+    close = Candidate("0123456789ab", text, 0.93)
+    assert not is_near_duplicate(other, close, 0.75)
+    assert memory_door.similar_facts(other, [close], 0.75) == [close]  # saved, naming what it resembles
+
+
+@pytest.mark.parametrize(("text", "other"), PARAPHRASES)
+def test_a_paraphrase_keeping_the_numbers_codes_and_names_is_still_a_near_duplicate(text, other):
+    assert memory_door.new_details(other, text) == []
+    assert is_near_duplicate(other, Candidate("0123456789ab", text, 0.93), 0.75)
 
 
 @pytest.mark.parametrize(("kind", "build"), SHAPES)
@@ -78,7 +121,13 @@ def test_a_secret_in_the_title_is_found_too_and_plain_text_passes():
 
 
 def test_german_function_words_are_no_rare_terms_and_numbers_read_alike():
-    assert rare_terms("Die Staging-Umgebung läuft jetzt auf drei Servern.") == {"staging", "umgebung", "läuft", "3", "servern"}
+    assert rare_terms("Die Staging-Umgebung läuft jetzt auf drei Servern.") == {
+        "staging",
+        "umgebung",
+        "läuft",
+        "3",
+        "servern",
+    }
     assert rare_terms("Staging läuft auf 3 Servern") <= rare_terms("Die Staging-Umgebung läuft jetzt auf drei Servern.")
     # Two German texts alike in shape only share "die", "ist", "auf": no rare term, no near-duplicate.
     unrelated = Candidate("0123456789ab", "Die Katze ist auf dem Sofa.", 0.9)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from pgrecall import kinds
+from pgrecall import kinds, memory_notes
 from pgrecall.front_matter import lenient_front_matter
 from pgrecall.worker.document import ParsedDocument, Section, moment, named
 
@@ -54,6 +54,13 @@ def title_section(raw_sections: list[tuple[list[tuple[int, str]], str]], title: 
     return [Section(heading="", text=text)] if text else []
 
 
+def _memory_title(path: str, text: str) -> str | None:
+    """A memory note without a title is shown by its text's first words, not its file name
+    (`2026-12-07-staging-runs-three-...-1d4abbea6a72`)."""
+    memory = memory_notes.parse(path, text)
+    return memory.shown_title if memory is not None else None
+
+
 def parse(path: str, text: str, digest: str) -> ParsedDocument:
     metadata, body, problem = lenient_front_matter(text)
     raw_sections = split_sections(body)
@@ -67,7 +74,7 @@ def parse(path: str, text: str, digest: str) -> ParsedDocument:
     return ParsedDocument(
         path=path,
         kind=kinds.MARKDOWN,
-        title=title or first_h1 or PurePosixPath(path).stem,
+        title=title or first_h1 or _memory_title(path, text) or PurePosixPath(path).stem,
         content_hash=digest,
         sections=sections or title_section(raw_sections, title),
         metadata=metadata,
