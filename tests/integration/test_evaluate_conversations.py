@@ -23,10 +23,10 @@ def settings(db_url, tmp_path):
 def test_recalls_within_a_conversation_and_across_all_through_the_real_index(settings, db_url, tmp_path):
     path = write_locomo(tmp_path / "tiny-locomo.json")
     result = run_conversation_eval(settings, path, modes=["keyword", "hybrid"])
-    assert (result["conversations"], result["sessions"], result["turns"], result["questions"]) == (2, 4, 8, 4)
+    assert (result["conversations"], result["sessions"], result["turns"], result["questions"]) == (2, 4, 10, 4)
     assert result["evidence"]["split"] == 1 and result["evidence"]["malformed"] == 1
     assert result["indexing"]["indexed"] == 2  # one claude.ai export file per conversation
-    assert result["indexing"]["chunks"] == 8  # one chunk per message
+    assert result["indexing"]["chunks"] == 10  # one chunk per message
 
     # Keyword search finds only what shares words with the question: the answer is known.
     # Q1 (cat 4) finds its turn; Q2 (cat 1) the one of its two turns (and sessions) its words
@@ -41,9 +41,12 @@ def test_recalls_within_a_conversation_and_across_all_through_the_real_index(set
     across = result["modes"]["keyword"]["across"]
     assert {group: across[group]["turn@5"] for group in expected} == expected
     assert across["3"]["budget@25"] == 0.0 and across["3"]["session@25"] == 0.0
+    # Q3 (cat 2) across: A's two turns of 60 words of its terms rank first and fill the budget
+    # at 5 (115 words); within B, its own turn is the first hit.
+    assert across["2"]["turn@5"] == 1.0 and across["2"]["budget@5"] == 0.0 and across["2"]["budget@10"] == 1.0
 
     for scope in ("within", "across"):
-        # The vector arm ranks every chunk: all eight turns are hits, within 25 x 23 words.
+        # The vector arm ranks every chunk: all ten turns are hits, within 25 x 23 words.
         hybrid = result["modes"]["hybrid"][scope]["all"]
         assert hybrid["questions"] == 4
         assert hybrid["turn@25"] == hybrid["budget@25"] == hybrid["session@25"] == 1.0

@@ -15,6 +15,9 @@ LAMP_SHORT = "I finally fixed the old lighthouse lamp yesterday."
 # Conversation A holds conversation B's LAMP_SHORT turn word for word at its start: a hit of A
 # shows B's turn, and must never count for a question of B.
 LAMP_LONG = LAMP_SHORT + " It runs on a brass kerosene burner now."
+# Two turns of A of 60 words each (the two of them: more than the word budget at 5, 5 x 23),
+# that rank above B's TURBINES turn for B's question about it when both conversations are searched.
+HARBOUR = " ".join(["harbour village tidal turbines"] * 15)
 
 CONVERSATIONS = {
     "conv-a": {
@@ -29,12 +32,14 @@ CONVERSATIONS = {
                 "text": BUBBLES,
                 "blip_caption": "a photo of a jar of bubbling dough",
             },
+            {"speaker": "Ada", "dia_id": "D1:3", "text": HARBOUR},
         ],
         "session_2_date_time": "7:55 pm on 9 June, 2023",
         "session_2": [
             {"speaker": "Ada", "dia_id": "D2:1", "text": LAMP_LONG},
             {"speaker": "Ben", "dia_id": "D2:2", "text": "Nice, how was the trip?"},
             {"speaker": "Ada", "dia_id": "D2:3", "text": GLACIER},
+            {"speaker": "Ben", "dia_id": "D2:4", "text": HARBOUR},
         ],
         "session_3_date_time": "10:00 am on 1 July, 2023",  # a date without a session, as conv-26 has
     },
@@ -60,7 +65,7 @@ QUESTIONS: dict[str, list[dict[str, Any]]] = {
         {"question": "Which glacier in Patagonia calving?", "evidence": ["D1:2; D2:3", "D"], "category": 1},
     ],
     "conv-b": [
-        {"question": "What powers the harbour village? tidal turbines", "evidence": ["D:1:1"], "category": 2},
+        {"question": "harbour village tidal turbines", "evidence": ["D:1:1"], "category": 2},
         # Only conversation A's turn has these words: within B, nothing is found; across, A's
         # turn shows B's evidence turn, but it is A's.
         {"question": "brass kerosene burner", "evidence": ["D1:2"], "category": 3},

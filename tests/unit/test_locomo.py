@@ -9,7 +9,7 @@ from pgrecall import locomo
 from pgrecall.errors import InvalidInput
 from pgrecall.locomo import HitText, Question, question_recall
 from pgrecall.worker import adapters
-from tests.support.locomo import BUBBLES, GLACIER, LAMP_LONG, LAMP_SHORT, TURBINES, write_locomo
+from tests.support.locomo import BUBBLES, GLACIER, HARBOUR, LAMP_LONG, LAMP_SHORT, TURBINES, write_locomo
 
 
 @pytest.fixture
@@ -51,6 +51,7 @@ def test_a_conversation_is_indexed_as_a_claude_export_of_one_conversation_per_se
     assert [s.text for s in first.sections] == [
         "Ada: Hi Ben! How was your week?",
         f"Ben: {BUBBLES} [shared a photo of a jar of bubbling dough]",
+        f"Ada: {HARBOUR}",
     ]
     assert first.occurred_at == datetime.datetime(2023, 5, 8, 13, 56, tzinfo=datetime.UTC)
     assert second.occurred_at == datetime.datetime(2023, 6, 9, 19, 55, tzinfo=datetime.UTC)
