@@ -22,7 +22,7 @@ def settings(db_url, tmp_path):
 
 def test_recalls_within_a_conversation_and_across_all_through_the_real_index(settings, db_url, tmp_path):
     path = write_locomo(tmp_path / "tiny-locomo.json")
-    result = run_conversation_eval(settings, path, modes=["keyword", "hybrid"])
+    result = run_conversation_eval(settings, path, modes=["keyword", "hybrid"], hnsw_recall=True)
     assert (result["conversations"], result["sessions"], result["turns"], result["questions"]) == (2, 4, 10, 4)
     assert result["evidence"]["split"] == 1 and result["evidence"]["malformed"] == 1
     assert result["indexing"]["indexed"] == 2  # one claude.ai export file per conversation
@@ -50,6 +50,7 @@ def test_recalls_within_a_conversation_and_across_all_through_the_real_index(set
         hybrid = result["modes"]["hybrid"][scope]["all"]
         assert hybrid["questions"] == 4
         assert hybrid["turn@25"] == hybrid["budget@25"] == hybrid["session@25"] == 1.0
+    assert result["ann_recall@10"] == 1.0 and result["vector_search"] == "exact"  # ten chunks: the graph finds them
     table = format_table(result)
     assert "within its conversation" in table and "3 open-domain (1)" in table
 
