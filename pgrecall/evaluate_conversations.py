@@ -153,17 +153,19 @@ def format_table(result: dict[str, Any]) -> str:
             continue
         lines.append("")
         lines.append(f"{scope} {'its conversation' if scope == 'within' else 'all conversations'}")
-        lines.append(f"{'mode':<15}{'questions':<18}" + "".join(f"{n:>11}" for n in names) + f"{'p50_ms':>9}")
+        lines.append(f"{'mode':<15}{'questions':<21}" + "".join(f"{n:>11}" for n in names) + f"{'p50_ms':>9}")
         for label, figures in rows:
-            for group, values in figures.items():
-                if not isinstance(values, dict):
-                    continue
+            groups = [(group, values) for group, values in figures.items() if isinstance(values, dict)]
+            for number, (group, values) in enumerate(groups):
                 name = locomo.CATEGORIES.get(int(group), "") if group.isdigit() else ""
                 group_label = f"{group} {name}".strip() + f" ({values['questions']})"
+                latency = figures["p50_ms"] if number == 0 else ""
                 lines.append(
-                    f"{label:<15}{group_label:<18}"
-                    + "".join(f"{values[n]:>11.3f}" for n in names)
-                    + f"{figures['p50_ms']:>9}"
+                    (
+                        f"{label:<15}{group_label:<21}"
+                        + "".join(f"{values[n]:>11.3f}" for n in names)
+                        + f"{latency:>9}"
+                    ).rstrip()
                 )
     lines.append("")
     lines.append(
