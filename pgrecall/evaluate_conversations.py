@@ -169,9 +169,9 @@ def format_table(result: dict[str, Any]) -> str:
                 )
     lines.append("")
     lines.append(
-        f"evidence ids: {evidence['ids']} kept, {evidence['split']} strings split, {evidence['repaired']} repaired, "
-        f"{evidence['malformed']} malformed and {evidence['missing']} of missing turns skipped; "
-        f"{evidence['questions_without_evidence']} questions without evidence skipped"
+        f"evidence ids: {evidence['ids']} kept; {evidence['split']} strings split, {evidence['repaired']} repaired; "
+        f"skipped: {evidence['malformed']} malformed, {evidence['missing']} naming no turn, "
+        f"{evidence['questions_without_evidence']} questions without evidence"
     )
     lines.append("vector arm: exact search (the HNSW index is not read)")
     if "ann_recall@10" in result:

@@ -25,7 +25,7 @@ def test_eval_of_a_locomo_file_reports_recalls_per_scope_and_category(cli_env, d
         table = pgrecall("eval", str(path), "--mode", "keyword", "--scope", "within", env=cli_env)
         assert table.returncode == 0, table.stderr
         assert "within its conversation" in table.stdout and "across" not in table.stdout
-        assert "1 strings split, 1 repaired, 1 malformed and 1 of missing turns skipped" in table.stdout
+        assert "1 strings split, 1 repaired; skipped: 1 malformed, 1 naming no turn, 2 questions" in table.stdout
     finally:
         with psycopg.connect(db_url, autocommit=True) as conn:
             name = sql.Identifier("pgrecall_eval_cli-locomo")
