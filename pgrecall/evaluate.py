@@ -105,10 +105,12 @@ def eval_database_name(dataset_name: str) -> str:
     return f"pgrecall_eval_{_safe_name(dataset_name).lower()}"[:63]
 
 
-def eval_database_url(settings: Settings, dataset: Dataset, fresh: bool) -> str:
-    """A database of the eval's own on the configured server, never the user's index."""
+def eval_database_url(settings: Settings, dataset: Dataset | str, fresh: bool) -> str:
+    """A database of the eval's own on the configured server, never the user's index
+    (`dataset`: a BEIR dataset, or a dataset's name)."""
+    name = dataset if isinstance(dataset, str) else dataset.name
     url = database.database_url(settings)
-    eval_url = database.ensure_database(url, eval_database_name(dataset.name), fresh=fresh)
+    eval_url = database.ensure_database(url, eval_database_name(name), fresh=fresh)
     with database.connect(eval_url) as conn:
         migrate(conn, provision_reader=False)  # the index keeps the reader role's password
     return eval_url

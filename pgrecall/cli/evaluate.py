@@ -1,4 +1,4 @@
-"""`pgrecall eval`: retrieval quality on a BEIR-format dataset."""
+"""`pgrecall eval`: retrieval quality on a BEIR-format dataset, or conversational memory on a LoCoMo file."""
 
 from __future__ import annotations
 
@@ -15,13 +15,23 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         commands,
         "eval",
         run,
-        help="retrieval quality on a BEIR-format dataset (nDCG@10, recall, MRR, latency)",
+        help="retrieval quality on a BEIR-format dataset (nDCG@10, recall, MRR, latency) or a LoCoMo file",
         description="Index a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) into a database of its "
-        "own through the real pipeline and score every query in each search mode.",
-        epilog="example: pgrecall eval ../shared/data/scifact --split test --json",
+        "own through the real pipeline and score every query in each search mode.\n"
+        "A file (a JSON list, LoCoMo's format) is a conversational-memory benchmark instead: each conversation "
+        "is indexed as claude.ai conversations (one per session) and each question searched within its "
+        "conversation and across all of them; turn recall at a word budget, at k hits, and session recall.",
+        epilog="examples:\n  pgrecall eval ../shared/data/scifact --split test --json\n"
+        "  pgrecall eval ../shared/data/locomo-dev/locomo-dev.json --mode hybrid --scope within",
     )
-    evaluate.add_argument("dataset", metavar="DATASET_DIR")
-    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("dataset", metavar="DATASET", help="a BEIR folder, or a LoCoMo .json file")
+    evaluate.add_argument("--split", default="test", help="BEIR: the qrels split")
+    evaluate.add_argument(
+        "--scope",
+        action="append",
+        choices=("within", "across"),
+        help="LoCoMo: search within the question's conversation, or across all (repeatable; default: both)",
+    )
     evaluate.add_argument(
         "--mode",
         action="append",
@@ -46,6 +56,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     def say(message: str) -> None:
         print(f"pgrecall eval: {message}", file=sys.stderr)
 
+    if Path(args.dataset).is_file():  # a BEIR dataset is a folder: a file is read as LoCoMo
+        from pgrecall import evaluate_conversations
+
+        result = evaluate_conversations.run_conversation_eval(
+            settings,
+            Path(args.dataset),
+            fresh=args.fresh,
+            modes=args.mode,
+            scopes=args.scope,
+            progress=say,
+            hnsw_recall=args.hnsw_recall,
+        )
+        print(json.dumps(result) if args.json else evaluate_conversations.format_table(result))
+        return 0
     result = run_eval(
         settings,
         Path(args.dataset),

@@ -29,7 +29,7 @@ WRITE_LIBRARIES = {"procrastinate", "watchdog"}  # the queue and the file watche
 # Modules that wire both sides together on purpose: the CLI, and the eval, which indexes then searches.
 # Modules that wire both sides together on purpose: the CLI's commands, the eval (it indexes, then
 # searches), and the Python memory API (it migrates, then writes through the worker).
-COMPOSITION_ROOTS = {"pgrecall.cli", "pgrecall.evaluate", "pgrecall.memories"}
+COMPOSITION_ROOTS = {"pgrecall.cli", "pgrecall.evaluate", "pgrecall.evaluate_conversations", "pgrecall.memories"}
 
 
 def is_composition_root(module: str) -> bool:
