@@ -116,6 +116,18 @@ def eval_database_url(settings: Settings, dataset: Dataset | str, fresh: bool) -
     return eval_url
 
 
+def index_figures(summary, documents: int) -> dict[str, Any]:
+    """What an eval's indexing run did, for its report (an IndexSummary of pgrecall.worker.run)."""
+    return {
+        "documents": documents,
+        "indexed": summary.statuses.get("indexed", 0),
+        "unchanged": summary.statuses.get("unchanged", 0),
+        "chunks": summary.chunks,
+        "seconds": round(summary.seconds, 1),
+        "chunks_per_s": round(summary.chunks_per_second, 1),
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
@@ -172,15 +184,7 @@ def run_eval(
     mapping = write_notes(dataset, folder)
     url = eval_database_url(settings, dataset, fresh)
     say(f"indexing {len(mapping)} notes of {dataset.name} into its own database")
-    summary = asyncio.run(run_index(settings, url, [str(folder)]))
-    indexing = {
-        "documents": len(mapping),
-        "indexed": summary.statuses.get("indexed", 0),
-        "unchanged": summary.statuses.get("unchanged", 0),
-        "chunks": summary.chunks,
-        "seconds": round(summary.seconds, 1),
-        "chunks_per_s": round(summary.chunks_per_second, 1),
-    }
+    indexing = index_figures(asyncio.run(run_index(settings, url, [str(folder)])), len(mapping))
     embedder = embedder_for(settings)
     result: dict[str, Any] = {
         "dataset": dataset.name,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall import locomo
-from pgrecall.evaluate import MODES, _safe_name, ann_recall, eval_database_url, percentile
+from pgrecall.evaluate import MODES, _safe_name, ann_recall, eval_database_url, index_figures, percentile
 from pgrecall.settings import Settings
 
 SCOPES = ("within", "across")  # the question's own conversation; every conversation at once
@@ -84,15 +84,7 @@ def run_conversation_eval(
     documents = write_exports(dataset, folder)
     url = eval_database_url(settings, dataset.name, fresh)
     say(f"indexing {len(dataset.conversations)} conversations ({len(documents)} sessions) into its own database")
-    summary = asyncio.run(run_index(settings, url, [str(folder)]))
-    indexing = {
-        "documents": len(documents),
-        "indexed": summary.statuses.get("indexed", 0),
-        "unchanged": summary.statuses.get("unchanged", 0),
-        "chunks": summary.chunks,
-        "seconds": round(summary.seconds, 1),
-        "chunks_per_s": round(summary.chunks_per_second, 1),
-    }
+    indexing = index_figures(asyncio.run(run_index(settings, url, [str(folder)])), len(documents))
     turns = {c.sample_id: c.turns() for c in dataset.conversations}
     categories = [question.category for question in dataset.questions]
     embedder = embedder_for(settings)
