@@ -171,6 +171,7 @@ def test_the_write_paths_records_carry_each_value_under_its_name(db_url):
         size_bytes=123,
         mtime=MTIME,
         error=None,
+        error_stage=None,
         chunking="v1/test",
         other_space=False,
     )
