@@ -244,7 +244,9 @@ def _sentence_transformers_files(hidden: int, positions: int) -> dict[str, objec
             "similarity_fn_name": "cosine",
         },
         "tokenizer_config.json": {
-            "tokenizer_class": "XLMRobertaTokenizerFast",
+            # tokenizer.json as it is: transformers' XLM-R class would build its own pipeline from the
+            # vocabulary and drop the normalizer (NFKC: "ﬁ", "½" and "①" became <unk> under torch).
+            "tokenizer_class": "PreTrainedTokenizerFast",
             "model_max_length": positions,
             "bos_token": "<s>",
             "eos_token": "</s>",
