@@ -29,7 +29,9 @@ NOTES = {
     "notes/bikes.md": "# Bikes\n\nThe chain needs oil after riding in the rain.",
     "notes/kettle.md": "# Kettle\n\nDescale the kettle with citric acid every month.",
 }
-QUESTION = "how often should the radiators be bled"
+# The bundled model ranks the kettle first for it (cosine 0.045 against the garden's 0.044); e5 the
+# garden, by 0.08 (0.883 against 0.806).
+QUESTION = "where do tomatoes ripen faster"
 
 
 def test_models_add_writes_the_model_once(tmp_path):
@@ -80,12 +82,12 @@ def test_a_german_note_is_found_by_an_english_question_with_both_prompts(cli_env
     found = pgrecall("search", QUESTION, "--mode", "vector", "-k", "3", "--json", env=env)
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
-    assert hits[0]["path"] == "haus/heizung.md", [hit["path"] for hit in hits]
+    assert hits[0]["path"] == "haus/garten.md", [hit["path"] for hit in hits]
 
     # The same computation by hand: the folder's ONNX file, the text after each prompt.
     embedder = new_embedder(NAME, backend="onnx-int8")
     session = embedder._loaded_model()
-    heading, text, stored = _stored(db_url, "haus/heizung.md")
+    heading, text, stored = _stored(db_url, "haus/garten.md")
     from pgrecall.worker.document import embedding_text
 
     chunk = embedding_text(heading, text)
