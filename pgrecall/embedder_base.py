@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
+from pgrecall.model_import import PROVENANCE, added_model_dir, is_model_name
 from pgrecall.model_layout import ModelLayout, read_json, read_layout
 from pgrecall.settings import SETTINGS, default
 
@@ -112,11 +113,15 @@ class LocalEmbedder(Embedder):
         batch_size: int = default("embed_batch_size"),
         home: str | Path | None = None,
     ):
-        self.model_path = Path(model_path) if model_path else bundled_model_path()
-        self.model_name = BUNDLED_NAME if not model_path else self.model_path.name
         self.batch_size = batch_size
         self._home = Path(home) if home else None  # None: PGRECALL_HOME, read when first needed
         self._home_given = home is not None
+        # A name `pgrecall models add` knows (multilingual-e5-small) is its folder in the model cache.
+        self.added_name = str(model_path) if model_path and is_model_name(str(model_path)) else None
+        if self.added_name:
+            model_path = added_model_dir(self.added_name, self.cache_root)
+        self.model_path = Path(model_path) if model_path else bundled_model_path()
+        self.model_name = BUNDLED_NAME if not model_path else self.model_path.name
         self._model: Any = None  # what _load_model returned
         self._lock = threading.Lock()
         self._encode_lock = threading.Lock()
@@ -164,6 +169,10 @@ class LocalEmbedder(Embedder):
         return f"{space}/{self.layout.signature}" if self.layout.signature else space
 
     def _check_model_dir(self) -> None:
+        if self.added_name and not (self.model_path / PROVENANCE).exists():
+            raise ModelUnavailable(
+                f"model {self.added_name} is not added in {self.cache_root}: run `pgrecall models add {self.added_name}`"
+            )
         if not (self.model_path / "config.json").exists():
             raise ModelUnavailable(f"no model found at {self.model_path}")
 
@@ -294,11 +303,12 @@ class SpaceName:
 
     def needs(self) -> str:
         """What a process must be configured with to embed queries in this space."""
-        model = (
-            "the bundled model (PGRECALL_MODEL unset)"
-            if self.model == BUNDLED_NAME
-            else f"PGRECALL_MODEL=<the folder {self.model}, weights sha256 {self.weights}...>"
-        )
+        if self.model == BUNDLED_NAME:
+            model = "the bundled model (PGRECALL_MODEL unset)"
+        elif is_model_name(self.model):
+            model = f"PGRECALL_MODEL={self.model} (pgrecall models add {self.model})"
+        else:
+            model = f"PGRECALL_MODEL=<the folder {self.model}, weights sha256 {self.weights}...>"
         return f"{model}, PGRECALL_EMBED_BACKEND={self.backend}"
 
 

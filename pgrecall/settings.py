@@ -134,7 +134,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "model",
         "PGRECALL_MODEL",
-        "local sentence-transformers model directory, any width (its own prompts and pooling)",
+        "local sentence-transformers model directory, any width (its own prompts and pooling), or the name of a "
+        "model `pgrecall models add` wrote into the model cache (multilingual-e5-small)",
         shown="the bundled all-MiniLM-L6-v2",
     ),
     Setting(

