@@ -131,6 +131,17 @@ def models(cli: Cli) -> None:
     assert "sha256:" in json.dumps(cli.json("models"))
 
 
+def models_add(cli: Cli) -> None:
+    """Under torch, so that the driver converts the weights but builds no ONNX file: the conversion
+    is what the command adds (tests/system/test_e5_model_cli.py drives it with every check)."""
+    cache = cli.tmp_path / "model-cache"
+    done = cli.run(
+        "models", "add", "multilingual-e5-small", PGRECALL_MODEL_CACHE=str(cache), PGRECALL_EMBED_BACKEND="torch"
+    )
+    assert done.stdout.startswith("multilingual-e5-small added:"), done.stdout
+    assert (cache / "added" / "multilingual-e5-small" / "tokenizer.json").is_file()
+
+
 def reembed(cli: Cli) -> None:
     cli.json("reembed")
     assert cli.json("search", "tomatoes", "-k", "1", "--mode", "vector")[0]["path"] == "notes/garden.md"
@@ -310,6 +321,7 @@ COMMANDS: dict[str, Callable[[Cli], None]] = {
     "status": status,
     "failures": failures,
     "models": models,
+    "models add": models_add,
     "reembed": reembed,
     "remember": remember,
     "update": update,
@@ -349,6 +361,7 @@ def test_every_command_has_help(command):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # `models add` converts the multilingual model's weights
 def test_every_command_runs_for_real(db_url, tmp_path):
     write_notes(tmp_path / "notes", {**ERROR_CODE_NOTES, "junk.bin": b"\x00\x01"})
     cli = Cli(service_env(db_url, tmp_path / "home"), tmp_path, db_url)
