@@ -97,7 +97,7 @@ def test_a_documents_query_selects_its_fields_and_the_chunk_count(db_url, name, 
     assert [column for column in selected if column != "chunk_count"] == [
         field for field in fields if field != "chunks"
     ]
-    assert [column.name for column in chunks] == ["ordinal", "heading", "text"]  # Document.chunks
+    assert [column.name for column in chunks] == ["ordinal", "heading", "text", "chunk_id"]  # Document.chunks
 
 
 def test_every_arm_query_is_checked():
