@@ -82,6 +82,16 @@ Filters = create_model(
 )
 
 
+_MERGE_TEXT = (
+    "hits of one document within a chunk of each other as one passage, their text joined (chunk_ids); "
+    "false: each chunk a hit of its own"
+)
+_FLOOR_TEXT = (
+    "only hits an arm vouches for: a keyword match on a word that is no stop word, or a similarity with the "
+    "query of at least PGRECALL_HOOK_MIN_SCORE; false: every hit as ranked"
+)
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -99,6 +109,8 @@ class SearchRequest(BaseModel):
     enrich: bool = Field(False, description="also search key-term variants of the query")
     fusion: str | None = Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)
     project: str | None = Field(None, description=_PROJECT_TEXT)
+    merge: bool = Field(True, description=_MERGE_TEXT)
+    floor: bool = Field(True, description=_FLOOR_TEXT)
 
     def contract(self) -> contract.SearchRequest:
         filters = self.filters.model_dump(exclude_none=True) if self.filters is not None else None
@@ -110,6 +122,8 @@ class SearchRequest(BaseModel):
             filters=filters,
             fusion=self.fusion,
             project=self.project,
+            merge=self.merge,
+            floor=self.floor,
         )
 
 
@@ -123,6 +137,8 @@ SearchQuery = create_model(
     fusion=(str | None, Field(None, description=_FUSION_TEXT, json_schema_extra=_FUSION_SCHEMA)),
     # `project` here is the filter, as every filter is a parameter of its own name.
     prefer_project=(str | None, Field(None, description=_PROJECT_TEXT.replace("filters.project", "project"))),
+    merge=(bool, Field(True, description=_MERGE_TEXT)),
+    floor=(bool, Field(True, description=_FLOOR_TEXT)),
     **{
         field.name: (str | None, Field(None, description=field.description, examples=[field.example]))
         for field in FILTERS
@@ -418,6 +434,8 @@ def search_router(searcher: Searcher) -> APIRouter:
             filters=filters,
             fusion=values["fusion"],
             project=values["prefer_project"],
+            merge=values["merge"],
+            floor=values["floor"],
         )
         return run_search(request)
 

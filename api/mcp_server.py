@@ -154,6 +154,8 @@ def add_search_memory(server: MCPServer, searcher: Lazy[IndexReader]) -> None:
         project: str | None = None,
         since: str | None = None,
         before: str | None = None,
+        merge: bool = True,
+        floor: bool = True,
     ) -> dict[str, Any]:
         """Search the user's notes, past conversations and saved memories (hybrid: meaning and exact words).
 
@@ -177,13 +179,26 @@ def add_search_memory(server: MCPServer, searcher: Lazy[IndexReader]) -> None:
             since: only documents from then on, by their own time (a memory's creation, a
                 conversation's last message): "7d", "24h", "2w", "yesterday", "today", "2026-11-01".
             before: only documents from before then, in the same forms.
+            merge: neighbouring passages of one document come as one (default); false: each
+                chunk apart (chunk_ids lists a passage's chunks).
+            floor: only passages that meaning or a real word of the query vouches for (default);
+                false: also those hidden as a weak match of meaning alone or of stop words only.
         """
         if project is None:
             project = await client_project(ctx)
         when = {name: value for name, value in (("since", since), ("before", before)) if value is not None}
         merged = {**(filters or {}), **when} if when else filters
         request = _call(
-            lambda: contract.search_request(query, k=k, mode=mode, filters=merged, fusion=fusion, project=project)
+            lambda: contract.search_request(
+                query,
+                k=k,
+                mode=mode,
+                filters=merged,
+                fusion=fusion,
+                project=project,
+                merge=merge,
+                floor=floor,
+            )
         )
         hits = await anyio.to_thread.run_sync(lambda: _call(lambda: searcher.get().run(request)))
         return {"query": request.query, "hits": [hit.to_json() for hit in hits]}

@@ -18,9 +18,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
 from pgrecall import contract, database, status
-from pgrecall.api import enrich, reader, store
+from pgrecall.api import enrich, passages, reader, store
 from pgrecall.api.fuse import (
     Facts,
+    Fused,
     RankedList,
     convex_fusion,
     exact_ties,
@@ -44,9 +45,11 @@ from pgrecall.contract import (  # noqa: F401 (re-exported: the names this modul
 )
 from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import InvalidInput
-from pgrecall.languages import SIMPLE, model_card_languages
+from pgrecall.languages import CONFIGURATIONS, SIMPLE, model_card_languages, parse_languages
 from pgrecall.settings import Settings, load_settings
 
+# Candidates past k read so that passages joined or hidden leave no empty place (at least this many).
+REFILL = 10
 VARIANT_WEIGHT = 0.5  # a derived variant counts half as much as the query as typed
 # Query enrichment is off by default: on SciFact it lowered
 # hybrid nDCG@10 (0.705 against 0.723 under RRF, `pgrecall eval`), so it is an option.
@@ -143,6 +146,8 @@ class Searcher:
         # The languages its model card names (None: not known, every language counts as covered).
         model_path = getattr(self.embedder, "model_path", None)
         self.covered_languages = model_card_languages(model_path) if model_path is not None else None
+        # The stop words a keyword match of a chunk analysed as `simple` must hold more than (the floor).
+        self.stop_languages = [CONFIGURATIONS[code] for code in parse_languages(settings.languages)]
 
     def close(self) -> None:
         if self._keyword_threads is not None:
@@ -195,11 +200,15 @@ class Searcher:
         keyword_depth: int = 1000,
         fusion: str | None = None,
         project: str | None = None,
+        merge: bool = False,
+        floor: bool = False,
     ) -> list[Hit]:
         """The engine's entry: validated as every interface is, but k up to MAX_INTERNAL_K
         (evaluations rank deeper than any interface may ask; pgrecall.contract).
         fusion: "rrf" or "convex"; None for the PGRECALL_FUSION setting. project: the project
-        searched from, whose documents rank first at equal relevance (not a filter)."""
+        searched from, whose documents rank first at equal relevance (not a filter). merge and
+        floor: off, unlike every interface's default, so that evaluations measure the ranking
+        itself, each chunk in its place (pgrecall.api.passages)."""
         request = search_request(
             query,
             k=k,
@@ -208,6 +217,8 @@ class Searcher:
             filters=filters,
             fusion=fusion,
             project=project,
+            merge=merge,
+            floor=floor,
             max_k=MAX_INTERNAL_K,
         )
         return self.run(request, keyword_depth=keyword_depth)
@@ -304,31 +315,95 @@ class Searcher:
                 facts = {chunk_id: Facts(row.project, row.occurred) for chunk_id, row in session.facts(weighed).items()}
                 boost = project_boost(fusion, self.settings.rrf_k)
                 fused = rerank(fused, facts, request.project, boost)
-            fused = fused[:k]
-            rows = session.fetch([f.id for f in fused], vectors[0] if vectors is not None else None, space)
+            # Joined or hidden hits leave places that further candidates fill (pgrecall.api.passages):
+            # read in steps, each twice as deep, until k passages or no candidate is left.
+            depth = k + max(k, REFILL) if request.merge or request.floor else k
+            found: list[tuple[Fused, store.ChunkRow]] = []
+            read = 0
+            while True:
+                batch = fused[read:depth]
+                rows = session.fetch(
+                    [f.id for f in batch],
+                    vectors[0] if vectors is not None else None,
+                    space,
+                    query=query,
+                    stop_languages=self.stop_languages,
+                )
+                found.extend((f, row) for f in batch if (row := rows.get(f.id)) is not None)
+                read = depth
+                chosen = self._passages(found, request)
+                if len(chosen) >= k or depth >= len(fused):
+                    break
+                depth *= 2
+            chosen = chosen[:k]
+            ranges = [
+                (found[group[0]][1].document_id, found[group[0]][1].ordinal, found[group[-1]][1].ordinal)
+                for group in chosen
+                if len(group) > 1
+            ]
+            between = session.passage_chunks(ranges) if ranges else []
+        texts: dict[tuple[int, int], tuple[str, int | None]] = {
+            (chunk.document_id, chunk.ordinal): (chunk.text, chunk.fresh_from) for chunk in between
+        }
+        return [_passage_hit(found, group, texts, query) for group in chosen]
+
+    def _passages(self, found: list[tuple[Fused, store.ChunkRow]], request: SearchRequest) -> list[list[int]]:
+        """The candidates' positions as passages, best first: joined where `request.merge`, only those
+        an arm vouches for where `request.floor` (pgrecall.api.passages)."""
+        grouped = passages.groups([row for _, row in found], request.merge)
+        if not request.floor:
+            return grouped
+        floor = self.settings.hook_min_score
         return [
-            Hit(
-                chunk_id=row.chunk_id,
-                document_id=row.document_id,
-                source_root=row.source_root,
-                path=row.path,
-                kind=row.kind,
-                title=row.title,
-                heading=row.heading,
-                text=row.text,
-                snippet=make_snippet(row.text, query),
-                score=f.score,
-                ranks=f.ranks,
-                metadata=row.metadata,
-                modified=row.mtime,
-                arm_scores=f.arm_scores,
-                project=row.project,
-                occurred_at=row.occurred_at,
-                similarity=row.similarity,
+            group
+            for group in grouped
+            if any(
+                passages.vouched(f.ranks, row.similarity, row.keyword_words, floor)
+                for f, row in (found[p] for p in group)
             )
-            for f in fused
-            if (row := rows.get(f.id)) is not None
         ]
+
+
+def _passage_hit(
+    found: list[tuple[Fused, store.ChunkRow]],
+    group: list[int],
+    texts: dict[tuple[int, int], tuple[str, int | None]],
+    query: str,
+) -> Hit:
+    """The hit of a passage: `group`, its candidates' positions in `found` (best first) in document
+    order. The best ranked gives its id, score and place; each arm's best rank and score, and the best
+    similarity, are the passage's; its text runs from its first chunk to its last. A passage of one
+    chunk is that chunk's hit, as before passages."""
+    fused, row = found[min(group)]
+    members = [found[position] for position in group]
+    text, ranks, arm_scores, similarity = row.text, fused.ranks, fused.arm_scores, row.similarity
+    if len(members) > 1:
+        first, last = members[0][1].ordinal, members[-1][1].ordinal
+        chunks = [texts[key] for ordinal in range(first, last + 1) if (key := (row.document_id, ordinal)) in texts]
+        text = passages.joined_text(chunks) if chunks else "\n\n".join(r.text for _, r in members)
+        ranks = passages.best_ranks([f.ranks for f, _ in members])
+        arm_scores = passages.best_arm_scores([f.arm_scores for f, _ in members])
+        similarity = max((r.similarity for _, r in members if r.similarity is not None), default=None)
+    return Hit(
+        chunk_id=row.chunk_id,
+        document_id=row.document_id,
+        source_root=row.source_root,
+        path=row.path,
+        kind=row.kind,
+        title=row.title,
+        heading=members[0][1].heading,
+        text=text,
+        snippet=make_snippet(text, query),
+        score=fused.score,
+        ranks=ranks,
+        metadata=row.metadata,
+        modified=row.mtime,
+        arm_scores=arm_scores,
+        project=row.project,
+        occurred_at=row.occurred_at,
+        similarity=similarity,
+        chunk_ids=tuple(r.chunk_id for _, r in members),
+    )
 
 
 def search_url(settings: Settings) -> str:
@@ -376,15 +451,21 @@ def search(
     enrich: bool = False,
     fusion: str | None = None,
     project: str | None = None,
+    merge: bool = True,
+    floor: bool = True,
 ) -> list[Hit]:
     """Hybrid search of the index configured by PGRECALL_* variables: k from 1 to MAX_K (100),
     validated as every interface is (pgrecall.contract.search_request). fusion: "rrf" or
     "convex" (pgrecall.api.fuse); None for the PGRECALL_FUSION setting. filters: see
     pgrecall.contract.FILTERS (project, since and before among them). project: the project
     searched from (a folder, normalised to its git top-level, or a name): its documents rank
-    above other projects' at equal relevance; documents of other projects and of none stay found."""
+    above other projects' at equal relevance; documents of other projects and of none stay found.
+    merge: hits of one document within a chunk of each other joined into one passage; floor: only
+    hits an arm vouches for (pgrecall.api.passages); as every interface gives them by default."""
     # Validated before any connection.
-    request = search_request(query, k=k, mode=mode, enrich=enrich, filters=filters, fusion=fusion, project=project)
+    request = search_request(
+        query, k=k, mode=mode, enrich=enrich, filters=filters, fusion=fusion, project=project, merge=merge, floor=floor
+    )
     return default_searcher().run(request)
 
 

@@ -110,6 +110,17 @@ class ChunkRow(NamedTuple):
     project: str | None
     occurred_at: datetime.datetime | None
     similarity: float | None
+    ordinal: int  # the chunk's place in its document
+    keyword_words: bool  # a keyword match of it holds a word that is no stop word (pgrecall.api.passages)
+
+
+class PassageChunk(NamedTuple):
+    """A chunk of a passage joined from neighbouring hits (query passage_chunks)."""
+
+    document_id: int
+    ordinal: int
+    text: str
+    fresh_from: int | None  # text[:fresh_from] repeats the previous chunk's end; None: not recorded
 
 
 class CandidateFacts(NamedTuple):
@@ -346,14 +357,37 @@ class ReadSession:
         return [KeywordHit(chunk, score) for chunk, score in keyword.rank(postings, limit, bm25.K1, bm25.B)]
 
     def fetch(
-        self, chunk_ids: Sequence[int], embedding: np.ndarray | None = None, space: SpaceIndex | None = None
+        self,
+        chunk_ids: Sequence[int],
+        embedding: np.ndarray | None = None,
+        space: SpaceIndex | None = None,
+        query: str = "",
+        stop_languages: Sequence[str] = (),
     ) -> dict[int, ChunkRow]:
         """chunk id -> its row, for the ids found, with its similarity to `embedding` (a vector of
-        `space`) where given, for the chunks of that space."""
-        params = {"chunk_ids": list(chunk_ids), "embedding": embedding, "space_id": space.id if space else None}
+        `space`) where given, for the chunks of that space, and whether a keyword match of `query`
+        holds a word no stop word of `stop_languages` (configurations) where its language is `simple`."""
+        params = {
+            "chunk_ids": list(chunk_ids),
+            "embedding": embedding,
+            "space_id": space.id if space else None,
+            "query": query,
+            "identifiers": identifier_terms(query),
+            "stop_languages": list(stop_languages),
+        }
         with self.conn.cursor(row_factory=class_row(ChunkRow)) as cursor:
             rows = cursor.execute(_RAW["fetch_hits"], params).fetchall()
         return {row.chunk_id: row for row in rows}
+
+    def passage_chunks(self, ranges: Sequence[tuple[int, int, int]]) -> list[PassageChunk]:
+        """The chunks of each (document id, first ordinal, last ordinal), in document order."""
+        params = {
+            "document_ids": [document_id for document_id, _, _ in ranges],
+            "firsts": [first for _, first, _ in ranges],
+            "lasts": [last for _, _, last in ranges],
+        }
+        with self.conn.cursor(row_factory=class_row(PassageChunk)) as cursor:
+            return cursor.execute(_RAW["passage_chunks"], params).fetchall()
 
     def index_languages(self) -> list[str]:
         """The languages (text search configurations) of the indexed documents."""
@@ -385,7 +419,7 @@ class Document:
     error: str | None
     project: str | None
     occurred_at: datetime.datetime | None  # the document's own time (pgrecall.worker.document)
-    chunks: list[dict[str, Any]]  # ordinal, heading, text
+    chunks: list[dict[str, Any]]  # ordinal, heading, text, chunk_id
 
     @property
     def text(self) -> str:

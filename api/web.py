@@ -108,6 +108,19 @@ def passage_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def chunk_link(chunk_id: int) -> str:
+    """A link's `passage` naming a chunk by id: a hit joined from several chunks (chunk_ids) has no
+    one chunk's text to digest; the document view takes either form (chunk_of)."""
+    return f"c{chunk_id}"
+
+
+def chunk_of(chunks: Sequence[dict[str, Any]], passage: str) -> dict[str, Any] | None:
+    """The chunk a link's `passage` names: by its text's digest (passage_key) or its id (chunk_link)."""
+    if not passage:
+        return None
+    return next((c for c in chunks if passage in (passage_key(c["text"]), chunk_link(c["chunk_id"]))), None)
+
+
 def why_matched(hit: contract.Hit) -> list[str]:
     """Each arm that found the passage, with its rank (and its normalised score under convex fusion)."""
     reasons = []
@@ -298,13 +311,16 @@ def router(
         project: str = "",
         since: str = "",
         before: str = "",
+        all: str = "",
     ) -> HTMLResponse:
         filters = _search_filters(root, kind, project, since, before)
+        show_all = all == "1"  # every hit as ranked, not only those an arm vouches for
         hits: list[contract.Hit] = []
         error = None
         if q.strip():
             try:
-                hits = searcher.run(contract.search_request(q, k=k, mode=mode, filters=filters or None))
+                asked = contract.search_request(q, k=k, mode=mode, filters=filters or None, floor=not show_all)
+                hits = searcher.run(asked)
             except (InvalidInput, EmbeddingSpaceMismatch) as exc:
                 error = str(exc)
         context = {
@@ -313,6 +329,7 @@ def router(
             "mode": mode,
             "k": k,
             "filters": {"root": root, "kind": kind, "project": project, "since": since, "before": before},
+            "show_all": show_all,
             "modes": contract.MODES,
             "kinds": kinds.SEARCHABLE,
             "hits": [
@@ -322,8 +339,8 @@ def router(
                     "why": why_matched(hit),
                     "date": minute(hit.occurred_at or hit.modified),
                     "link": f"/documents/{hit.document_id}?"
-                    + urlencode({"passage": passage_key(hit.text), "q": q})
-                    + f"#p-{passage_key(hit.text)}",
+                    + urlencode({"passage": chunk_link(hit.chunk_id), "q": q})
+                    + f"#{chunk_link(hit.chunk_id)}",
                 }
                 for hit, shown in zip(hits, shown_hits(searcher, hits, q), strict=True)
             ],
@@ -349,9 +366,12 @@ def router(
         request: Request, found: Any, passage: str, q: str, opened: bool = False, editor_error: str | None = None
     ) -> HTMLResponse:
         conversation = found.kind in CONVERSATION_KINDS
+        named = chunk_of(found.chunks, passage)
+        passage = passage_key(named["text"]) if named is not None else passage
         chunks = [
             {
                 "key": passage_key(chunk["text"]),
+                "chunk_id": chunk["chunk_id"],
                 "heading": breadcrumb(chunk["heading"]),
                 "role": role_of(chunk["heading"]) if conversation else None,
                 "html": render_markdown(chunk["text"]),
@@ -392,7 +412,9 @@ def router(
         if not location.is_absolute() or not location.is_file():
             what = f"the file of document {document_id} is not there: {location}"
             return page(request, "missing.html", {**common, "what": what}, 404)
-        chunk = next((c["text"] for c in found.chunks if passage and passage_key(c["text"]) == passage), None)
+        named = chunk_of(found.chunks, passage)
+        chunk = named["text"] if named is not None else None
+        passage = passage_key(chunk) if chunk is not None else passage
         line = editor.find_line(location, chunk, DEFAULT_MAX_FILE_BYTES)
         try:
             pid = editor.launch(editor.argv_for(editor_command, str(location), line))

@@ -303,6 +303,10 @@ class SearchRequest:
     # The project searched from: its documents rank above other projects' at equal relevance
     # (pgrecall.api.fuse.prefer_project). Not a filter: the filter is filters["project"].
     project: str | None = None
+    # Hits of one document within a chunk of each other joined into one passage (pgrecall.api.passages).
+    merge: bool = True
+    # Only hits an arm vouches for (pgrecall.api.passages.vouched); False: every hit, as ranked.
+    floor: bool = True
 
 
 def search_request(
@@ -313,6 +317,8 @@ def search_request(
     filters: Any = None,
     fusion: Any = None,
     project: Any = None,
+    merge: Any = True,
+    floor: Any = True,
     *,
     max_k: int = MAX_K,
 ) -> SearchRequest:
@@ -329,8 +335,9 @@ def search_request(
         raise InvalidInput(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
         raise InvalidInput(f"k must be an integer from 1 to {max_k}")
-    if not isinstance(enrich, bool):
-        raise InvalidInput("enrich must be true or false")
+    for name, flag in (("enrich", enrich), ("merge", merge), ("floor", floor)):
+        if not isinstance(flag, bool):
+            raise InvalidInput(f"{name} must be true or false")
     if fusion == "":
         fusion = None
     if fusion is not None and fusion not in FUSIONS:
@@ -343,6 +350,8 @@ def search_request(
         filters=validate_filters(filters),
         fusion=fusion,
         project=normal_project(project),
+        merge=merge,
+        floor=floor,
     )
 
 
@@ -459,11 +468,20 @@ class Hit:
     # The passage's cosine similarity with the query's vector (its raw relevance, comparable
     # across queries, which the fused score is not); None when the query was not embedded.
     similarity: float | None = None
+    # The chunks the passage joins, in document order (pgrecall.api.passages); chunk_id is the best of them.
+    chunk_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.chunk_ids:  # a hit of one chunk
+            object.__setattr__(self, "chunk_ids", (self.chunk_id,))
+        elif not isinstance(self.chunk_ids, tuple):  # rebuilt from JSON (a list)
+            object.__setattr__(self, "chunk_ids", tuple(self.chunk_ids))
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON values: what `pgrecall search --json`, POST /search and search_memory return."""
         data = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         data["ranks"] = dict(self.ranks)
+        data["chunk_ids"] = list(self.chunk_ids)
         data["arm_scores"] = dict(self.arm_scores) if self.arm_scores is not None else None
         data["modified"] = self.modified.isoformat() if self.modified else None
         data["occurred_at"] = self.occurred_at.isoformat() if self.occurred_at else None
@@ -495,7 +513,9 @@ HIT_FIELDS: dict[str, str] = {
     "occurred_at": "the document's own time (ISO 8601): a memory's creation, a conversation's last message, "
     "else the file's modification time",
     "similarity": "the passage's cosine similarity with the query (-1 to 1; comparable across queries, unlike "
-    "score), null in keyword mode",
+    "score; of a joined passage, its best chunk's), null in keyword mode",
+    "chunk_ids": "the chunks the passage joins, in document order: consecutive hits of one document (or one "
+    "chunk apart) are one passage unless merge is false; chunk_id is the best ranked of them",
 }
 
 
@@ -541,4 +561,5 @@ def recent_request(
 def hit_json_types() -> dict[str, Any]:
     """Each field of Hit.to_json() with the type of its JSON value, for schema generators (pydantic)."""
     hints = typing.get_type_hints(Hit)
-    return {name: (str | None if hints[name] == (datetime.datetime | None) else hints[name]) for name in HIT_FIELDS}
+    as_json = {datetime.datetime | None: str | None, tuple[int, ...]: list[int]}
+    return {name: as_json.get(hints[name], hints[name]) for name in HIT_FIELDS}

@@ -65,6 +65,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     search.add_argument(
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="front-matter filter, repeatable"
     )
+    search.add_argument(
+        "--no-merge",
+        dest="merge",
+        action="store_false",
+        help="each chunk a hit of its own (default: hits of one document within a chunk of each other are "
+        "one passage, their text joined)",
+    )
+    search.add_argument(
+        "--all",
+        dest="floor",
+        action="store_false",
+        help="every hit as ranked (default: only hits whose keyword match holds a word no stop word, or "
+        "whose similarity with the query is at least PGRECALL_HOOK_MIN_SCORE)",
+    )
     search.add_argument("--json", action="store_true", help="print one JSON array of hits")
     search.set_defaults(lazy_logging=True)  # answered over the warm socket, it logs nothing
 
@@ -106,6 +120,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         filters=filters_of(args),
         fusion=args.fusion,
         project=preferred_project(args),
+        merge=args.merge,
+        floor=args.floor,
     )
     hits = warm_client.search(request, settings)  # serve's loaded model, when it runs
     if hits is None:
@@ -128,16 +144,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def print_hits(hits: list) -> None:
+    """Each hit with its similarity to the query (a cosine: comparable across queries, which the
+    fused score is not) and the arms that found it."""
     if not hits:
         print("no results")
     for number, hit in enumerate(hits, 1):
-        ranks = ", ".join(
-            f"{arm} #{rank}"
-            + (f" {hit.arm_scores[arm]:.2f}" if hit.arm_scores and hit.arm_scores.get(arm) is not None else "")
-            for arm, rank in hit.ranks.items()
-            if rank is not None
-        )
-        print(f"{number}. {hit.path}  [{hit.score:.4f}; {ranks}]")
+        print(f"{number}. {hit.path}  [{why_found(hit)}]")
         if hit.heading:
             print(f"   {hit.heading}")
         print(f"   {hit.snippet}\n")
+
+
+def why_found(hit) -> str:
+    """ "similarity 0.62; keyword #1, vector #3" (and "3 chunks" for a passage joined from three)."""
+    parts = [f"similarity {hit.similarity:.2f}"] if hit.similarity is not None else []
+    arms = ", ".join(f"{arm} #{rank}" for arm, rank in hit.ranks.items() if rank is not None)
+    parts += [arms] if arms else []
+    parts += [f"{len(hit.chunk_ids)} chunks"] if len(hit.chunk_ids) > 1 else []
+    return "; ".join(parts)

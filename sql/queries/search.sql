@@ -163,15 +163,38 @@ LEFT JOIN pgrecall.embedding_spaces e ON e.space = s.space
 
 -- fetch_hits --
 -- similarity: with the query's vector (NULL when it was not embedded: keyword mode).
+-- keyword_words: whether a keyword match of the chunk holds a word that is no stop word
+-- (pgrecall.api.passages.vouched). In a language of its own the query is analysed without that
+-- language's stop words, so every match does; `simple` (language unsure) keeps every word, so
+-- there a match counts when one of the query's words the chunk holds is a stop word of none of
+-- %(stop_languages)s (the configurations of PGRECALL_LANGUAGES).
 SELECT c.id AS chunk_id, d.id AS document_id, d.source_root, d.path, d.kind, d.title, c.heading, c.text,
        d.metadata, d.mtime, d.project, d.occurred_at,
        -- Of a chunk of the query's space only: another space's vectors are not comparable (nor,
        -- of another width, computable).
        CASE WHEN c.embedding_space_id = %(space_id)s
-            THEN (1 - (c.embedding <=> %(embedding)s::vector))::float8 END AS similarity
+            THEN (1 - (c.embedding <=> %(embedding)s::vector))::float8 END AS similarity,
+       c.ordinal,
+       (c.language <> 'simple' OR EXISTS (
+           SELECT FROM unnest(tsvector_to_array(
+                    to_tsvector('simple', %(query)s) || array_to_tsvector(%(identifiers)s::text[])
+                )) AS q(term)
+           JOIN pgrecall.postings p ON p.chunk_id = c.id AND p.language = c.language AND p.term = q.term
+           WHERE NOT EXISTS (SELECT FROM unnest(%(stop_languages)s::text[]) AS s(language)
+                             WHERE to_tsvector(s.language::regconfig, q.term) = ''::tsvector)
+       )) AS keyword_words
 FROM pgrecall.chunks c
 JOIN pgrecall.documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(chunk_ids)s)
+
+-- passage_chunks --
+-- The chunks of each (document, first ordinal, last ordinal) range, in document order: the text of
+-- a passage joined from neighbouring hits (pgrecall.api.passages), the chunks between them included.
+-- fresh_from: the chunk's text before it repeats the previous chunk's end (NULL: not recorded).
+SELECT c.document_id, c.ordinal, c.text, c.fresh_from
+FROM unnest(%(document_ids)s::bigint[], %(firsts)s::integer[], %(lasts)s::integer[]) AS r(document_id, first, last)
+JOIN pgrecall.chunks c ON c.document_id = r.document_id AND c.ordinal BETWEEN r.first AND r.last
+ORDER BY c.document_id, c.ordinal
 
 -- candidate_languages --
 -- The language of each candidate chunk (0024), for fusion (pgrecall.api.fuse.language_weights).
@@ -252,7 +275,8 @@ ORDER BY (source_root || '/' || path) = %(path)s DESC, id
 LIMIT 1
 
 -- document_chunks --
-SELECT ordinal, heading, text FROM pgrecall.chunks WHERE document_id = %(id)s ORDER BY ordinal
+-- chunk_id: what a hit names its passage's chunks by (chunk_id, chunk_ids).
+SELECT ordinal, heading, text, id AS chunk_id FROM pgrecall.chunks WHERE document_id = %(id)s ORDER BY ordinal
 
 -- reader_can_log_in --
 -- pgrecall.api.reader: may the search side log in as the reader role (0008)?

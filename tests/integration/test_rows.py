@@ -64,7 +64,25 @@ TYPED_QUERIES = [
     ("file_states", WRITE["file_states"], store.FileState, {"root": "/r", "space": SPACE}),
     ("chunk_write_keys", WRITE["chunk_write_keys"], store.ChunkKey, {"document_id": 1}),
     ("service_status", SERVICE["service_status"], service.ServiceStatus, {"queue": QUEUE}),
-    ("fetch_hits", SEARCH["fetch_hits"], read_store.ChunkRow, {"chunk_ids": [1], "embedding": None, "space_id": None}),
+    (
+        "fetch_hits",
+        SEARCH["fetch_hits"],
+        read_store.ChunkRow,
+        {
+            "chunk_ids": [1],
+            "embedding": None,
+            "space_id": None,
+            "query": "bicycle",
+            "identifiers": [],
+            "stop_languages": ["english"],
+        },
+    ),
+    (
+        "passage_chunks",
+        SEARCH["passage_chunks"],
+        read_store.PassageChunk,
+        {"document_ids": [1], "firsts": [0], "lasts": [2]},
+    ),
     ("query_spaces", read_store.QUERY_SPACES, read_store.IndexedSpace, {}),
     *(
         (
@@ -97,7 +115,7 @@ def test_a_documents_query_selects_its_fields_and_the_chunk_count(db_url, name, 
     assert [column for column in selected if column != "chunk_count"] == [
         field for field in fields if field != "chunks"
     ]
-    assert [column.name for column in chunks] == ["ordinal", "heading", "text"]  # Document.chunks
+    assert [column.name for column in chunks] == ["ordinal", "heading", "text", "chunk_id"]  # Document.chunks
 
 
 def test_every_arm_query_is_checked():

@@ -48,7 +48,7 @@ def test_search_flags_scope_rank_and_time(notes, cli_env, tmp_path):
 
     assert paths("--prefer", A) == ["a/e4712.md", "b/e4711.md"]
     assert paths("--prefer", B) == ["b/e4711.md", "a/e4712.md"]
-    assert paths("--project", B, "-k", "10") == ["b/e4711.md", "b/garden.md"]
+    assert paths("--project", B, "-k", "10", "--all") == ["b/e4711.md", "b/garden.md"]  # the unrelated one too
     assert paths("--since", "7d", "--before", "2100-01-01") == paths()
     assert paths("--before", "yesterday") == []
     # --here: the project of the current folder, taken to its git top-level.
