@@ -84,8 +84,10 @@ def measure(settings, folder: Path, split: str, modes: list[str]) -> dict:
 
 
 def main() -> None:
+    from pgrecall.logs import configure_logging
     from pgrecall.settings import load_settings
 
+    configure_logging()  # warnings only, on stderr: stdout is the result
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
     parser.add_argument("--split", default="test")
