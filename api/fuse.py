@@ -158,13 +158,16 @@ def convex_fusion(
             current = item_values[arm]
             if current is None or value > current:
                 item_values[arm] = value
+    # What the score counts: the arms' values, but a keyword-only candidate's vector value imputed.
+    # arm_scores keep what each arm said, which also decides between exact ties (_evidence).
+    counted = values
     if keyword_only and "vector" in place:
-        _impute(values, keyword_only, place["vector"], lists)
+        counted = values | _imputed(values, keyword_only, place["vector"], lists)
     weights = [{"vector": alpha, "keyword": 1.0 - alpha}[arm] for arm in arm_names]
     if len(arm_names) == 2:
         # Every search's two arms, written out: the same sum in the same order, in a third of the time.
         (a0, a1), (w0, w1) = arm_names, weights
-        scores = {item: w0 * (v0 or 0.0) + w1 * (v1 or 0.0) for item, (v0, v1) in values.items()}
+        scores = {item: w0 * (v0 or 0.0) + w1 * (v1 or 0.0) for item, (v0, v1) in counted.items()}
         return [
             Fused(item, scores[item], {a0: (r := ranks[item])[0], a1: r[1]}, {a0: (v := values[item])[0], a1: v[1]})
             for item in _by_score(scores)
@@ -172,7 +175,7 @@ def convex_fusion(
     # sum() of the arms' terms in the arms' order, as fusion always added them.
     scores = {
         item: sum([w * (value or 0.0) for w, value in zip(weights, item_values, strict=True)])
-        for item, item_values in values.items()
+        for item, item_values in counted.items()
     }
     return [
         Fused(
@@ -185,28 +188,30 @@ def convex_fusion(
     ]
 
 
-def _impute(
+def _imputed(
     values: dict[Hashable, list[float | None]],
     keyword_only: Collection[Hashable],
     vector: int,
     lists: Sequence[RankedList],
-) -> None:
-    """Each keyword-only candidate the keyword arm found takes the vector arm's mean as its vector
-    score (the best of its lists' weight * mean normalised score, as an arm's score is the best of
-    its lists'); one it did not find has no evidence at all, and scores 0."""
+) -> dict[Hashable, list[float | None]]:
+    """The values each keyword-only candidate is scored with: one the keyword arm found takes the
+    vector arm's mean as its vector value (the best of its lists' weight * mean normalised score,
+    as an arm's score is the best of its lists'); one it did not find has no evidence at all."""
     means = [
         ranked.weight * math.fsum(normalised) / len(normalised)
         for ranked in lists
         if ranked.arm == "vector" and (normalised := min_max(ranked.scores or []))
     ]
-    if not means:
-        return
-    imputed = max(means)
+    imputed = max(means, default=None)
+    substituted: dict[Hashable, list[float | None]] = {}
     for item in keyword_only:
         item_values = values.get(item)
-        if item_values is not None:
-            found = any(value is not None for at, value in enumerate(item_values) if at != vector)
-            item_values[vector] = imputed if found else None
+        if item_values is None:
+            continue
+        found = any(value is not None for at, value in enumerate(item_values) if at != vector)
+        substituted[item] = [*item_values]
+        substituted[item][vector] = imputed if found else None
+    return substituted
 
 
 # --- After fusion: the project searched from, then recency between exact ties ----------------------
