@@ -11,13 +11,17 @@ Two fusions, chosen per search (pgrecall.contract.FUSIONS):
   With query-enrichment variants (several lists per arm), an arm's score of d is the largest of
   its lists' weight * normalised score, so a variant (weight 0.5) counts at most half the query as typed.
 
-A document in a language the embedding model does not cover (its model card names the languages
-it was trained on; pgrecall.languages.model_card_languages) is judged by the keyword arm alone
-(issue 21): a cosine similarity between texts the model cannot read is no evidence, and a weak arm
-must not drag a strong one down. Such an id (`keyword_only`) gets its keyword evidence on the scale
-of the others: convex, its normalised keyword score with weight 1 (the weights renormalised over
-the arms that can judge it); RRF, its keyword terms times the number of arms over the arms that
-can judge it (2). Where every document is in such a language, hybrid ranks exactly as keyword.
+A document the vector arm cannot judge (`keyword_only`: in a language the embedding model's card
+does not name, pgrecall.languages.model_card_languages, or any document when the query is in such a
+language) gets no vector evidence either way: its vector term is the arm's mean over the query's
+candidates, what the arm says of a candidate it knows nothing about, and its keyword evidence counts
+with the keyword arm's weight as every document's does (one the keyword arm did not find has no
+evidence at all, and scores 0). So it earns its place against documents both
+arms judge: a keyword match alone no longer counts for both arms (issue 38: a German page matching one
+English word outranked the English page both arms found), and the vector arm neither lifts nor sinks
+it. Convex: its vector score is the mean of the vector list's normalised scores; RRF: its vector terms
+are the mean of the vector list's reciprocal ranks. Where every candidate is keyword-only, hybrid ranks
+as keyword.
 """
 
 from __future__ import annotations
@@ -83,19 +87,26 @@ def reciprocal_rank_fusion(
     keyword_only: Collection[Hashable] = frozenset(),
 ) -> list[Fused]:
     """Fuse ranked lists; ties keep the order of first appearance, so results are deterministic.
-    An id of `keyword_only` counts its keyword lists only, scaled to all the arms (module docstring)."""
+    An id of `keyword_only` takes the vector lists' mean terms instead of its own (module docstring)."""
     if k <= 0:
         raise ValueError("k must be positive")
     arm_names = _arm_names(lists, arms)
     best = _best_ranks(lists, arm_names)
-    scale = len(arm_names) if keyword_only else 1.0
     scores: dict[Hashable, float] = dict.fromkeys(best, 0.0)
+    imputed = 0.0
     for ranked in lists:
+        judged = ranked.arm != "vector"
+        if not judged and ranked.ids:
+            n = len(ranked.ids)
+            imputed += ranked.weight * sum(1.0 / (k + rank) for rank in range(1, n + 1)) / n
         for rank, item in enumerate(ranked.ids, start=1):
-            contribution = ranked.weight / (k + rank)
-            if item in keyword_only:
-                contribution = contribution * scale if ranked.arm == "keyword" else 0.0
-            scores[item] += contribution
+            if judged or item not in keyword_only:
+                scores[item] += ranked.weight / (k + rank)
+    if keyword_only and imputed:
+        keyword = arm_names.index("keyword") if "keyword" in arm_names else None
+        for item in keyword_only:
+            if item in scores and keyword is not None and best[item][keyword] is not None:
+                scores[item] += imputed
     return [Fused(item, scores[item], dict(zip(arm_names, best[item], strict=True))) for item in _by_score(scores)]
 
 
@@ -116,7 +127,7 @@ def convex_fusion(
     keyword_only: Collection[Hashable] = frozenset(),
 ) -> list[Fused]:
     """alpha * vector + (1 - alpha) * keyword of min-max normalised scores; a missing arm gives 0.
-    An id of `keyword_only` scores its normalised keyword score alone (module docstring).
+    An id of `keyword_only` takes the vector arm's mean score instead of its own (module docstring).
     Ties keep the order of first appearance, so results are deterministic."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError("alpha must be from 0 to 1")
@@ -147,28 +158,24 @@ def convex_fusion(
             current = item_values[arm]
             if current is None or value > current:
                 item_values[arm] = value
+    # What the score counts: the arms' values, but a keyword-only candidate's vector value imputed.
+    # arm_scores keep what each arm said, which also decides between exact ties (_evidence).
+    counted = values
+    if keyword_only and "vector" in place:
+        counted = values | _imputed(values, keyword_only, place["vector"], lists)
     weights = [{"vector": alpha, "keyword": 1.0 - alpha}[arm] for arm in arm_names]
-    keyword_alone = [{"vector": 0.0, "keyword": 1.0}[arm] for arm in arm_names]
     if len(arm_names) == 2:
         # Every search's two arms, written out: the same sum in the same order, in a third of the time.
-        (a0, a1), (w0, w1), (k0, k1) = arm_names, weights, keyword_alone
-        scores = {
-            item: k0 * (v0 or 0.0) + k1 * (v1 or 0.0) if item in keyword_only else w0 * (v0 or 0.0) + w1 * (v1 or 0.0)
-            for item, (v0, v1) in values.items()
-        }
+        (a0, a1), (w0, w1) = arm_names, weights
+        scores = {item: w0 * (v0 or 0.0) + w1 * (v1 or 0.0) for item, (v0, v1) in counted.items()}
         return [
             Fused(item, scores[item], {a0: (r := ranks[item])[0], a1: r[1]}, {a0: (v := values[item])[0], a1: v[1]})
             for item in _by_score(scores)
         ]
     # sum() of the arms' terms in the arms' order, as fusion always added them.
     scores = {
-        item: sum(
-            [
-                w * (value or 0.0)
-                for w, value in zip(keyword_alone if item in keyword_only else weights, item_values, strict=True)
-            ]
-        )
-        for item, item_values in values.items()
+        item: sum([w * (value or 0.0) for w, value in zip(weights, item_values, strict=True)])
+        for item, item_values in counted.items()
     }
     return [
         Fused(
@@ -179,6 +186,32 @@ def convex_fusion(
         )
         for item in _by_score(scores)
     ]
+
+
+def _imputed(
+    values: dict[Hashable, list[float | None]],
+    keyword_only: Collection[Hashable],
+    vector: int,
+    lists: Sequence[RankedList],
+) -> dict[Hashable, list[float | None]]:
+    """The values each keyword-only candidate is scored with: one the keyword arm found takes the
+    vector arm's mean as its vector value (the best of its lists' weight * mean normalised score,
+    as an arm's score is the best of its lists'); one it did not find has no evidence at all."""
+    means = [
+        ranked.weight * math.fsum(normalised) / len(normalised)
+        for ranked in lists
+        if ranked.arm == "vector" and (normalised := min_max(ranked.scores or []))
+    ]
+    imputed = max(means, default=None)
+    substituted: dict[Hashable, list[float | None]] = {}
+    for item in keyword_only:
+        item_values = values.get(item)
+        if item_values is None:
+            continue
+        found = any(value is not None for at, value in enumerate(item_values) if at != vector)
+        substituted[item] = [*item_values]
+        substituted[item][vector] = imputed if found else None
+    return substituted
 
 
 # --- After fusion: the project searched from, then recency between exact ties ----------------------
@@ -210,7 +243,10 @@ def _evidence(item: Fused) -> tuple[float, ...]:
     keyword arm's rank or score, then the vector arm's), as the keyword-first order of the
     lists did. Candidates equal in this too are an exact tie."""
     if item.arm_scores is not None:
-        return tuple(-(item.arm_scores.get(arm) or 0.0) for arm in ("keyword", "vector"))
+        # Found last by an arm (normalised 0.0) is more evidence than not found at all (None).
+        return tuple(
+            math.inf if (score := item.arm_scores.get(arm)) is None else -score for arm in ("keyword", "vector")
+        )
     return tuple(float(item.ranks.get(arm) or math.inf) for arm in ("keyword", "vector"))
 
 

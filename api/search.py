@@ -45,6 +45,7 @@ from pgrecall.contract import (  # noqa: F401 (re-exported: the names this modul
 )
 from pgrecall.embedding import Embedder, embedder_for
 from pgrecall.errors import InvalidInput
+from pgrecall.language_detection import detect
 from pgrecall.languages import CONFIGURATIONS, SIMPLE, model_card_languages, parse_languages
 from pgrecall.settings import Settings, load_settings
 
@@ -146,8 +147,9 @@ class Searcher:
         # The languages its model card names (None: not known, every language counts as covered).
         model_path = getattr(self.embedder, "model_path", None)
         self.covered_languages = model_card_languages(model_path) if model_path is not None else None
+        self.languages = parse_languages(settings.languages)  # a query's language is told among them
         # The stop words a keyword match of a chunk analysed as `simple` must hold more than (the floor).
-        self.stop_languages = [CONFIGURATIONS[code] for code in parse_languages(settings.languages)]
+        self.stop_languages = [CONFIGURATIONS[code] for code in self.languages]
 
     def close(self) -> None:
         if self._keyword_threads is not None:
@@ -223,16 +225,21 @@ class Searcher:
         )
         return self.run(request, keyword_depth=keyword_depth)
 
-    def _keyword_only(self, session: store.ReadSession, lists: list[RankedList]) -> frozenset[int]:
-        """The candidates in a language the embedding model does not cover (pgrecall.api.fuse):
-        looked up only while the index holds such a language. `simple` (no language told) counts
-        as covered, as every document did before languages."""
+    def _keyword_only(self, session: store.ReadSession, query: str, lists: list[RankedList]) -> frozenset[int]:
+        """The candidates the vector arm cannot judge (pgrecall.api.fuse): those in a language the
+        embedding model does not cover, or every one when the query is in such a language (a cosine
+        between texts the model cannot read is no evidence, whichever side it cannot read). Looked up
+        only while the index holds such a language. `simple` (no language told) counts as covered,
+        as every document did before languages."""
         if self.covered_languages is None:
             return frozenset()
         uncovered = set(session.index_languages()) - self.covered_languages - {SIMPLE}
         if not uncovered:
             return frozenset()
         candidates = {chunk_id for ranked in lists for chunk_id in ranked.ids}
+        query_language = detect(query, self.languages)
+        if query_language != SIMPLE and query_language not in self.covered_languages:
+            return frozenset(candidates)
         return frozenset(
             chunk_id for chunk_id, language in session.languages(candidates).items() if language in uncovered
         )
@@ -303,7 +310,7 @@ class Searcher:
                 lists.extend(_keyword_arms(session, variants, limit, keyword_depth))
             lists.extend(vector_lists)
             arms = ("vector", "keyword")
-            keyword_only = self._keyword_only(session, lists) if mode == "hybrid" else frozenset()
+            keyword_only = self._keyword_only(session, query, lists) if mode == "hybrid" else frozenset()
             if fusion == "convex":
                 fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms, keyword_only=keyword_only)
             else:

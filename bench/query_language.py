@@ -3,7 +3,7 @@
 Runs on the database `pgrecall eval DATASET` indexed (run that first, same PGRECALL_HOME), so the
 index is the real pipeline's. For each query the keyword arm runs twice: analysed with the
 configuration of every language the index holds (what search does), and with the query's detected
-language only (pgrecall.worker.language.detect among PGRECALL_LANGUAGES, plus `simple`; a query
+language only (pgrecall.language_detection.detect among PGRECALL_LANGUAGES, plus `simple`; a query
 detected as `simple` keeps every language). Prints nDCG@10 and Recall@100 of both.
 
     PGRECALL_HOME=... .venv/bin/python bench/query_language.py ../shared/data/germanquad
@@ -19,9 +19,9 @@ import psycopg
 from pgrecall import database
 from pgrecall.api import store
 from pgrecall.evaluate import DEPTH, _safe_name, document_run, ir_metrics, load_dataset, write_notes
+from pgrecall.language_detection import detect
 from pgrecall.languages import SIMPLE, parse_languages
 from pgrecall.settings import load_settings
-from pgrecall.worker.language import detect
 
 
 def main() -> None:

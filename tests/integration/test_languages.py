@@ -148,7 +148,7 @@ def test_statistics_stay_exact_per_language_through_edits_removals_and_moves(db_
 def test_the_detector_read_from_its_uncompressed_copy_classifies_as_py3langid_does(tmp_path, monkeypatch):
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-    from pgrecall.worker import language
+    from pgrecall import language_detection as language
 
     monkeypatch.setenv("PGRECALL_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PGRECALL_MODEL_CACHE", raising=False)

@@ -1,6 +1,6 @@
 import pytest
 
-from pgrecall.api.fuse import RankedList, convex_fusion, reciprocal_rank_fusion
+from pgrecall.api.fuse import Facts, RankedList, convex_fusion, reciprocal_rank_fusion, rerank
 
 
 def test_scores_are_sums_of_reciprocal_ranks():
@@ -149,8 +149,9 @@ def test_convex_rejects_bad_alpha_and_lists_without_scores():
         convex_fusion([RankedList("vector", ["a"])])
 
 
-def test_a_keyword_only_document_is_ranked_by_its_keyword_evidence_alone():
-    """A document the embedding model cannot read (issue 21): the vector arm neither lifts nor sinks it."""
+def test_a_keyword_only_document_takes_the_vector_arms_mean_and_its_keyword_score_at_its_weight():
+    """A document the embedding model cannot read: the vector arm neither lifts nor sinks it (its
+    term is the arm's mean over the candidates) and its keyword evidence counts once, not twice."""
     lists = [
         RankedList("keyword", ["de1", "de2", "en1"], scores=[9.0, 5.0, 1.0]),
         RankedList("vector", ["de2", "en1", "de1"], scores=[0.9, 0.8, 0.1]),
@@ -159,10 +160,26 @@ def test_a_keyword_only_document_is_ranked_by_its_keyword_evidence_alone():
     assert [f.id for f in plain][0] == "de2"  # the weak arm puts its pick above the keyword arm's best
     fused = convex_fusion(lists, alpha=0.5, keyword_only={"de1", "de2"})
     scores = {f.id: f.score for f in fused}
-    assert scores["de1"] == pytest.approx(1.0)  # its normalised keyword score, weight 1
-    assert scores["de2"] == pytest.approx(0.5)
+    mean = (1.0 + 0.875 + 0.0) / 3  # the vector list's normalised scores
+    assert scores["de1"] == pytest.approx(0.5 * mean + 0.5 * 1.0)
+    assert scores["de2"] == pytest.approx(0.5 * mean + 0.5 * 0.5)
     assert scores["en1"] == pytest.approx(0.5 * 0.875)  # both arms, as without languages
     assert [f.id for f in fused] == ["de1", "de2", "en1"]
+    assert {f.id: f.arm_scores["vector"] for f in fused}["de1"] == 0.0  # what the arm said, shown, not counted
+
+
+def test_a_keyword_only_page_matching_one_word_does_not_outrank_the_page_both_arms_found():
+    """Issue 38: an English question; a German page matches one English word ("Sync") best, the
+    English page is the vector arm's first and the keyword arm's second. Scored on its keyword rank
+    alone as if for both arms, the German page came first."""
+    keyword = RankedList("keyword", ["de-sync", "en-sync", "en-other"], scores=[10.0, 9.0, 1.0])
+    others = [f"en-{n}" for n in range(19)]  # the vector arm ranks many candidates, as a search's 100
+    vector = RankedList("vector", ["en-sync", *others], scores=[0.8, *(0.5 - n / 100 for n in range(19))])
+    for fused in (
+        convex_fusion([keyword, vector], keyword_only={"de-sync"}),
+        reciprocal_rank_fusion([keyword, vector], keyword_only={"de-sync"}, arms=("vector", "keyword")),
+    ):
+        assert [f.id for f in fused][:2] == ["en-sync", "de-sync"]
 
 
 def test_when_every_document_is_keyword_only_hybrid_ranks_as_keyword():
@@ -170,14 +187,29 @@ def test_when_every_document_is_keyword_only_hybrid_ranks_as_keyword():
     vector = RankedList("vector", ["d", "c", "x"], scores=[0.9, 0.5, 0.4])
     everything = {"a", "b", "c", "d", "x"}
     convex = convex_fusion([keyword, vector], keyword_only=everything)
-    assert [f.id for f in convex][:4] == ["a", "b", "c", "d"]
+    assert [f.id for f in convex] == ["a", "b", "c", "d", "x"]
     rrf = reciprocal_rank_fusion([keyword, vector], keyword_only=everything, arms=("vector", "keyword"))
-    assert [f.id for f in rrf][:4] == ["a", "b", "c", "d"]
-    assert rrf[0].score == pytest.approx(2 / 61)  # scaled to both arms: equal to first place in both
+    assert [f.id for f in rrf] == ["a", "b", "c", "d", "x"]
+    mean = (1 / 61 + 1 / 62 + 1 / 63) / 3
+    assert rrf[0].score == pytest.approx(1 / 61 + mean)
 
 
-def test_rrf_keyword_only_documents_compete_on_the_scale_of_the_others():
+def test_the_last_keyword_match_stays_above_what_the_keyword_arm_did_not_find():
+    """Issue 38: "Wohnung übergeben Hamburg" in German, a model that reads English only: every
+    candidate is keyword-only, and the keyword arm's last match (normalised 0) ties on score with
+    the vector arm's picks it did not find. Being found is evidence: recency must not put a newer
+    unfound note above it."""
+    keyword = RankedList("keyword", ["other", "wohnung"], scores=[5.0, 4.0])
+    vector = RankedList("vector", ["wohnung", "new1", "new2"], scores=[0.9, 0.8, 0.7])
+    everything = {"other", "wohnung", "new1", "new2"}
+    fused = convex_fusion([keyword, vector], keyword_only=everything)
+    facts = {"wohnung": Facts(None, 1.0), "new1": Facts(None, 9.0), "new2": Facts(None, 8.0), "other": Facts(None, 1.0)}
+    assert [f.id for f in rerank(fused, facts)] == ["other", "wohnung", "new1", "new2"]
+
+
+def test_rrf_keyword_only_documents_take_the_vector_lists_mean_terms():
     keyword = RankedList("keyword", ["en", "de"])
     vector = RankedList("vector", ["en", "de"])
     fused = reciprocal_rank_fusion([keyword, vector], keyword_only={"de"}, arms=("vector", "keyword"))
-    assert {f.id: f.score for f in fused} == {"en": pytest.approx(2 / 61), "de": pytest.approx(2 / 62)}
+    mean = (1 / 61 + 1 / 62) / 2
+    assert {f.id: f.score for f in fused} == {"en": pytest.approx(2 / 61), "de": pytest.approx(1 / 62 + mean)}

@@ -4,8 +4,9 @@ import pytest
 
 from pgrecall.embedder_base import bundled_model_path
 from pgrecall.errors import ConfigurationError
+from pgrecall.language_detection import detect
 from pgrecall.languages import configuration_of, model_card_languages, parse_languages
-from pgrecall.worker.language import detect, document_language
+from pgrecall.worker.language import document_language
 
 GERMAN = "Der Zählerstand wird jeden Monat abgelesen und in die Tabelle eingetragen."
 ENGLISH = "The meter reading is taken every month and written into the spreadsheet."
