@@ -1,7 +1,9 @@
 """A conversation's retrieval units (worker/adapters/conversation.py), the same for every source."""
 
 import datetime
+import json
 
+from pgrecall.worker import adapters, redact
 from pgrecall.worker.adapters.conversation import CONTEXT_WORDS, Message, sections
 
 MAY_8 = datetime.datetime(2023, 5, 8, 13, 56, tzinfo=datetime.UTC)
@@ -58,3 +60,18 @@ def test_a_long_message_before_is_cut_to_its_last_paragraphs_or_words_and_empty_
 
 def test_a_conversation_without_text_has_no_units():
     assert sections("Empty", [Message("User", "", opens=True)]) == []
+
+
+def test_a_secret_in_the_message_before_an_exchange_is_redacted_in_both_and_counted_once():
+    token = "ghp_" + "4LwLYg8atHXKvsk2wkW4jgQzw7k2BNy1DF43"
+    messages = [
+        {"uuid": "m1", "sender": "human", "text": "Which token do I use?"},
+        {"uuid": "m2", "sender": "assistant", "text": f"Use {token} for now."},
+        {"uuid": "m3", "sender": "human", "text": "And where does it go?"},
+    ]
+    export = [{"uuid": "c1", "name": "Tokens", "chat_messages": messages}]
+    (document,) = adapters.parse("conversations.json", json.dumps(export).encode()).documents
+    redacted = redact.redact_document(document)
+    assert redacted.redactions == {"github token": 1}
+    assert [token in section.text for section in redacted.sections] == [False, False]
+    assert all("Use [redacted" in section.text for section in redacted.sections)

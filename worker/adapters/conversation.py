@@ -70,4 +70,9 @@ def exchanges(messages: Sequence[Message]) -> list[list[Message]]:
 
 def sections(heading: str, messages: Sequence[Message]) -> list[Section]:
     """The retrieval units of one conversation, each a section under `heading` (its title)."""
-    return [Section(heading=heading, text="\n\n".join(_paragraphs(unit))) for unit in exchanges(messages)]
+    units: list[Section] = []
+    for number, unit in enumerate(exchanges(messages)):
+        paragraphs = _paragraphs(unit)
+        context = len(paragraphs[0]) + 2 if number and len(paragraphs) > 1 else 0
+        units.append(Section(heading=heading, text="\n\n".join(paragraphs), context=context))
+    return units
