@@ -40,9 +40,9 @@ def test_a_session_is_one_document_with_a_section_per_exchange():
     assert first.text.endswith(
         "orders carries 1.2 million dead tuples. After the migration, run VACUUM (VERBOSE) orders once."
     )
-    # The answer before a prompt is its context: its last paragraphs of 40 words at most.
-    assert second.text.startswith("[2026-06-15] Claude: … The table has `autovacuum_enabled=false` set.")
-    assert "Let me look" not in second.text
+    # The answer before a prompt is its context (whole: it is under CONTEXT_WORDS words).
+    assert second.text.startswith("[2026-06-15] Claude: Let me look at the table's storage parameters.")
+    assert second.context == second.text.index("\n\nUser: Thanks.") + 2
     assert "\n\nUser: Thanks. Does the fillfactor matter here?\n\nClaude: A fillfactor of 90" in second.text
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from pgrecall.worker.document import Section
 
-CONTEXT_WORDS = 40
+CONTEXT_WORDS = 60
 
 
 @dataclasses.dataclass(frozen=True)
