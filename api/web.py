@@ -134,8 +134,11 @@ def why_matched(hit: contract.Hit) -> list[str]:
     return reasons
 
 
-def role_of(heading: str) -> str:
-    """A conversation chunk's speaker: the last part of its heading ("Title > user")."""
+def role_of(heading: str) -> str | None:
+    """A conversation chunk's part where its heading names one ("Title > attachment notes.txt");
+    None for an exchange (heading "Title"), whose text names each speaker."""
+    if ">" not in heading:
+        return None
     return heading.rsplit(">", 1)[-1].strip().lower() or "turn"
 
 

@@ -33,7 +33,8 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 # Raise when a change to this module or to an adapter changes the chunks of unchanged text:
 # every document is then read and chunked again (its vectors kept where its text is unchanged).
 # 2: a Markdown note of headings alone has a chunk, front matter that is not YAML is text.
-CHUNKER_VERSION = 2
+# 3: a conversation's units are exchanges after their context, each message dated and named (adapters.conversation).
+CHUNKER_VERSION = 3
 
 
 def chunking_signature(chunk_tokens: int, redact_secrets: bool = True) -> str:

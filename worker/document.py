@@ -13,6 +13,9 @@ class Section:
 
     heading: str
     text: str
+    # text[:context] repeats the end of the section before, as context (a conversation's
+    # message before an exchange): what it holds is counted once, in the section before.
+    context: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

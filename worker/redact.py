@@ -14,6 +14,7 @@ import dataclasses
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from pgrecall.worker.document import ParsedDocument, Section
@@ -240,13 +241,19 @@ def redact_document(document: ParsedDocument) -> ParsedDocument:
         return redacted
 
     title = clean(document.title)
-    sections = [Section(clean(section.heading), clean(section.text)) for section in document.sections]
+    sections = [_clean_section(section, clean) for section in document.sections]
     metadata = {key: _clean_value(key, value, counts) for key, value in document.metadata.items()}
     if not counts:
         return document
     return dataclasses.replace(
         document, title=title, sections=sections, metadata=metadata, redactions=dict(sorted(counts.items()))
     )
+
+
+def _clean_section(section: Section, clean: Callable[[str], str]) -> Section:
+    """The section redacted; its context (counted in the section before) redacted, not counted."""
+    context = redact(section.text[: section.context])[0]
+    return Section(clean(section.heading), context + clean(section.text[section.context :]), len(context))
 
 
 def _clean_value(key: Any, value: Any, counts: Counter[str]) -> Any:

@@ -65,7 +65,8 @@ def test_each_document_records_the_space_it_was_embedded_in(index, db_url, setti
     assert any(path.startswith(f"{export.name}#") for path in spaces)
     with psycopg.connect(db_url) as conn:
         report = status.report(conn, settings, embedding_space=embedder.space)
-    assert report["embedding_spaces"] == [{"space": embedder.space, "documents": len(NOTES) + 1, "chunks": 8}]
+    # A chunk per note, and the conversation's one exchange.
+    assert report["embedding_spaces"] == [{"space": embedder.space, "documents": len(NOTES) + 1, "chunks": 7}]
     assert report["documents_to_reembed"] == 0
 
 

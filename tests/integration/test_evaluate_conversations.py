@@ -26,7 +26,9 @@ def test_recalls_within_a_conversation_and_across_all_through_the_real_index(set
     assert (result["conversations"], result["sessions"], result["turns"], result["questions"]) == (2, 4, 10, 4)
     assert result["evidence"]["split"] == 1 and result["evidence"]["malformed"] == 1
     assert result["indexing"]["indexed"] == 2  # one claude.ai export file per conversation
-    assert result["indexing"]["chunks"] == 10  # one chunk per message
+    # One chunk per exchange: Ada's (and Cleo's) turns open one, after the turn before it;
+    # a session that opens with the other speaker opens with an exchange of its own.
+    assert result["indexing"]["chunks"] == 6
 
     # Keyword search finds only what shares words with the question: the answer is known.
     # Q1 (cat 4) finds its turn; Q2 (cat 1) the one of its two turns (and sessions) its words
@@ -46,11 +48,11 @@ def test_recalls_within_a_conversation_and_across_all_through_the_real_index(set
     assert across["2"]["turn@5"] == 1.0 and across["2"]["budget@5"] == 0.0 and across["2"]["budget@10"] == 1.0
 
     for scope in ("within", "across"):
-        # The vector arm ranks every chunk: all ten turns are hits, within 25 x 23 words.
+        # The vector arm ranks every chunk: all six (every turn) are hits, within 25 x 23 words.
         hybrid = result["modes"]["hybrid"][scope]["all"]
         assert hybrid["questions"] == 4
         assert hybrid["turn@25"] == hybrid["budget@25"] == hybrid["session@25"] == 1.0
-    assert result["ann_recall@10"] == 1.0 and result["vector_search"] == "exact"  # ten chunks: the graph finds them
+    assert result["ann_recall@10"] == 1.0 and result["vector_search"] == "exact"  # six chunks: the graph finds them
     table = format_table(result)
     assert "within its conversation" in table and "3 open-domain (1)" in table
 

@@ -138,8 +138,8 @@ def test_claude_export_reimported_after_growing_updates_in_place(index, db_url, 
     docs = rows(db_url, "SELECT path, kind, title, chunk_count FROM pgrecall.documents ORDER BY path")
     assert docs == [
         ("conversations.json", "claude_export", "conversations.json", 0),
-        ("conversations.json#c-1", "claude_conversation", "Backup plan", 2),
-        ("conversations.json#c-2", "claude_conversation", "Garden", 2),
+        ("conversations.json#c-1", "claude_conversation", "Backup plan", 1),  # one exchange
+        ("conversations.json#c-2", "claude_conversation", "Garden", 2),  # a question and an attachment
     ]
     ids_before = dict(rows(db_url, "SELECT path, id FROM pgrecall.documents"))
     chunk_ids_c1 = rows(
@@ -156,9 +156,9 @@ def test_claude_export_reimported_after_growing_updates_in_place(index, db_url, 
     write_export(export, [first, second, third])
     summary = index(export.parent)
     assert summary.statuses == {"indexed": 1}
-    assert summary.chunks == 3 + 1  # c-2 re-chunked (3), c-3 new (1); c-1 untouched
+    assert summary.chunks == 2 + 1  # c-2 re-chunked (its exchange, now answered, and attachment), c-3 new
     docs = rows(db_url, "SELECT path, chunk_count FROM pgrecall.documents WHERE parent_id IS NOT NULL ORDER BY path")
-    assert docs == [("conversations.json#c-1", 2), ("conversations.json#c-2", 3), ("conversations.json#c-3", 1)]
+    assert docs == [("conversations.json#c-1", 1), ("conversations.json#c-2", 2), ("conversations.json#c-3", 1)]
     ids_after = dict(rows(db_url, "SELECT path, id FROM pgrecall.documents"))
     assert all(ids_after[path] == ids_before[path] for path in ids_before)
     assert (

@@ -29,11 +29,19 @@ def test_one_document_per_conversation_of_its_current_branch_and_text_only():
     assert all(d.kind == kinds.CHATGPT_CONVERSATION for d in docs)
     first = docs[0]
     assert first.title == "Autovacuum on a busy table"
+    # An exchange per question, after the message before it as context; each message dated and named.
     assert [(s.heading, s.text) for s in first.sections] == [
-        ("Autovacuum on a busy table > user", "Why does autovacuum skip my orders table?"),
-        ("Autovacuum on a busy table > assistant", "Check its storage parameters first."),
-        ("Autovacuum on a busy table > user", "It says autovacuum_enabled=false."),
-        ("Autovacuum on a busy table > assistant", "Then reset it: ALTER TABLE orders RESET (autovacuum_enabled);"),
+        (
+            "Autovacuum on a busy table",
+            "[2025-06-15] User: Why does autovacuum skip my orders table?\n\n"
+            "ChatGPT: Check its storage parameters first.",
+        ),
+        (
+            "Autovacuum on a busy table",
+            "[2025-06-15] ChatGPT: Check its storage parameters first.\n\n"
+            "User: It says autovacuum_enabled=false.\n\n"
+            "ChatGPT: Then reset it: ALTER TABLE orders RESET (autovacuum_enabled);",
+        ),
     ]
     text = json.dumps([s.text for s in first.sections])
     for left_out in ("regenerated away", "print(1)", "weighing fillfactor", "Thought for", "Be brief", "asset_pointer"):
@@ -56,8 +64,8 @@ def test_the_branch_follows_current_node_not_the_newest_child():
     export[0]["current_node"] = "a1-old"
     doc = chatgpt.parse_export("c.json", json.dumps(export))[0]
     assert [s.text for s in doc.sections] == [
-        "Why does autovacuum skip my orders table?",
-        "A first answer that was regenerated away.",
+        "[2025-06-15] User: Why does autovacuum skip my orders table?\n\n"
+        "ChatGPT: A first answer that was regenerated away.",
     ]
 
 
@@ -65,12 +73,11 @@ def test_without_current_node_the_last_leaf_ends_the_branch_and_a_parent_cycle_e
     export = _export()
     del export[1]["current_node"]
     assert [s.text for s in chatgpt.parse_export("c.json", json.dumps(export))[1].sections] == [
-        "How deep do carrot seeds go?",
-        "About 1 cm deep, in loose soil.",
+        "[2025-06-16] User: How deep do carrot seeds go?\n\nChatGPT: About 1 cm deep, in loose soil.",
     ]
     export[1]["current_node"] = "a"
     export[1]["mapping"]["r"]["parent"] = "a"  # r -> a -> q -> r
-    assert len(chatgpt.parse_export("c.json", json.dumps(export))[1].sections) == 2
+    assert chatgpt.parse_export("c.json", json.dumps(export))[1].metadata["messages"] == 2
 
 
 def test_a_conversation_hash_changes_only_with_that_conversation():
@@ -93,7 +100,7 @@ def test_fields_of_the_wrong_type_are_ignored():
     doc = chatgpt.parse_conversation("c.json", conversation)
     assert doc.title == "Untitled conversation"
     assert doc.metadata["created_at"] is None
-    assert [s.text for s in doc.sections] == ["kept"]
+    assert [s.text for s in doc.sections] == ["[2025-06-16] User: kept"]
 
 
 def test_a_conversation_without_an_id_is_an_error():

@@ -29,16 +29,21 @@ def _line(**record) -> str:
     return json.dumps(record)
 
 
-def test_a_session_is_one_document_with_a_section_per_turn():
+def test_a_session_is_one_document_with_a_section_per_exchange():
     doc = _parse(SESSION)
     assert doc.kind == kinds.CLAUDE_CODE_SESSION
     assert doc.path == f"projects/-home-ada-src-shop/{SESSION_ID}.jsonl"
-    assert [s.heading.rsplit(" > ", 1)[1] for s in doc.sections] == ["user", "assistant", "user", "assistant"]
-    assert doc.sections[0].text == "/model opus\n\nWhy does autovacuum never run on the orders table?"
-    answer = doc.sections[1].text
-    assert "Let me look at the table's storage parameters." in answer
-    assert "orders carries 1.2 million dead tuples" in answer
-    assert doc.sections[2].text == "Thanks. Does the fillfactor matter here?"
+    assert {s.heading for s in doc.sections} == {"Autovacuum disabled on orders"}
+    first, second = doc.sections  # each prompt with its answer, dated and named
+    assert first.text.startswith("[2026-06-15] User: /model opus\n\nWhy does autovacuum never run on the orders table?")
+    assert "\n\nClaude: Let me look at the table's storage parameters." in first.text
+    assert first.text.endswith(
+        "orders carries 1.2 million dead tuples. After the migration, run VACUUM (VERBOSE) orders once."
+    )
+    # The answer before a prompt is its context (whole: it is under CONTEXT_WORDS words).
+    assert second.text.startswith("[2026-06-15] Claude: Let me look at the table's storage parameters.")
+    assert second.context == second.text.index("\n\nUser: Thanks.") + 2
+    assert "\n\nUser: Thanks. Does the fillfactor matter here?\n\nClaude: A fillfactor of 90" in second.text
 
 
 def test_tool_calls_are_one_line_each_and_their_results_and_thinking_are_left_out():
@@ -96,7 +101,8 @@ def test_a_subagent_transcript_names_its_parent_session():
     doc = _parse(SUBAGENT)
     assert doc.metadata["parent_session_id"] == SESSION_ID
     assert doc.metadata["agent_id"] == "a3f9c21"
-    assert [s.heading.rsplit(" > ", 1)[1] for s in doc.sections] == ["user", "assistant"]
+    [exchange] = doc.sections
+    assert exchange.text.startswith("[2026-06-15] User: Count dead tuples per table in the shop database.\n\nClaude: ")
     assert doc.title == "Count dead tuples per table in the shop database."
     assert "parent_session_id" not in _parse(SESSION).metadata
 
@@ -105,14 +111,14 @@ def test_an_older_transcript_with_the_subagent_inline_and_summaries():
     doc = _parse(LEGACY)
     # Of two summary lines, the one whose leaf is a message of this file names it.
     assert (doc.title, doc.metadata["title_source"]) == ("Raised beds: soil depth for carrots", "summary")
-    assert [s.heading.rsplit(" > ", 1)[1] for s in doc.sections] == [
-        "user",
-        "assistant",
-        "subagent user",
-        "subagent assistant",
-        "assistant",
-    ]
-    assert doc.sections[3].text == "[tool: Grep] carrot\n\nnotes/seeds.md says 30 cm."
+    [exchange] = doc.sections
+    assert exchange.text == (
+        "[2025-11-19] User: How deep must a raised bed be for carrots?\n\n"
+        "Claude: I'll ask a subagent to check the seed packet notes.\n\n[tool: Task] Read the seed notes\n\n"
+        "Claude to subagent: Find carrot depth in notes/\n\n"
+        "Subagent: [tool: Grep] carrot\n\nnotes/seeds.md says 30 cm.\n\n"
+        "Claude: Carrots need at least 30 cm of loose, stone-free soil."
+    )
     assert doc.metadata["project"] == "e:\\Workspace\\src\\garden-planner"
     assert doc.metadata["git_branch"] is None
     assert "parent_session_id" not in doc.metadata
@@ -147,7 +153,7 @@ def test_title_falls_back_to_a_summary_then_the_first_prompt():
 def test_broken_and_unknown_lines_are_skipped_never_an_error(line):
     good = _line(type="user", sessionId="s", message={"role": "user", "content": "the prompt"})
     doc = claude_code.parse_session("s.jsonl", f"{good}\n{line}\n")
-    assert doc.sections[0].text.startswith("the prompt")
+    assert doc.sections[0].text.startswith("User: the prompt")
 
 
 def test_a_tool_call_without_a_name_or_input_still_makes_a_line():

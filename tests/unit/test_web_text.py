@@ -65,3 +65,13 @@ def test_times_are_shown_to_the_minute_in_local_time_with_the_zone():
     assert minute(None) == minute("") == ""
     assert minute("not a time") == "not a time"
     assert "." not in minute(moment) and ":59" not in minute(moment)
+
+
+@pytest.mark.parametrize(
+    ("heading", "role"),
+    [("Vacuum tuning", None), ("Sourdough > attachment starter-log.txt", "attachment starter-log.txt")],
+)
+def test_an_exchange_shows_no_speaker_of_its_own_since_its_text_names_each(heading, role):
+    from pgrecall.api.web import role_of
+
+    assert role_of(heading) == role

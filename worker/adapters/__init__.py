@@ -118,13 +118,18 @@ def _clean_value(value: Any) -> Any:
     return value
 
 
+def _clean_section(section: Section) -> Section:
+    context = clean_text(section.text[: section.context])
+    return Section(clean_text(section.heading), context + clean_text(section.text[section.context :]), len(context))
+
+
 def clean_document(document: ParsedDocument) -> ParsedDocument:
     title = clean_text(document.title)
     return dataclasses.replace(
         document,
         path=clean_text(document.path),
         title=title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1] + "…",
-        sections=[Section(clean_text(s.heading), clean_text(s.text)) for s in document.sections],
+        sections=[_clean_section(section) for section in document.sections],
         metadata=_clean_value(document.metadata),
         project=clean_text(document.project) if document.project else None,
     )

@@ -17,10 +17,12 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
-from pgrecall.worker.document import ParsedDocument, Section, latest, moment
+from pgrecall.worker.adapters import conversation as units
+from pgrecall.worker.document import ParsedDocument, latest, moment
 
 MAX_ID_CHARS = 200
 ROLES = ("user", "assistant")
+SPEAKERS = {"user": "User", "assistant": "ChatGPT"}
 TEXT_CONTENT_TYPES = ("text", "multimodal_text")
 
 
@@ -111,13 +113,15 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
         raise ValueError(f"a conversation's id is longer than {MAX_ID_CHARS} characters")
     title = _string(conversation.get("title")) or "Untitled conversation"
     branch = current_branch(conversation["mapping"], conversation.get("current_node"))
-    sections: list[Section] = []
+    said: list[units.Message] = []
     times: list[str | None] = []
     for node in branch:
         role, text = message_text(node.get("message"))
         if text:
-            sections.append(Section(heading=f"{title} > {role}", text=text))
             times.append(_time(node["message"].get("create_time")))
+            when = moment(times[-1]) or moment(_time(conversation.get("create_time")))
+            said.append(units.Message(SPEAKERS[role], text, when, role == "user"))
+    sections = units.sections(title, said)
     canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return ParsedDocument(
         path=f"{path}#{conversation_id}",
@@ -131,7 +135,7 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
             "conversation_id": conversation_id,
             "created_at": _time(conversation.get("create_time")),
             "updated_at": _time(conversation.get("update_time")),
-            "messages": len(sections),
+            "messages": len(said),
             "model": _string(conversation.get("default_model_slug")) or None,
         },
     )

@@ -13,7 +13,10 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
+from pgrecall.worker.adapters import conversation as units
 from pgrecall.worker.document import ParsedDocument, Section, latest, moment, named
+
+SPEAKERS = {"human": "User", "assistant": "Claude"}
 
 
 def looks_like_export(value: Any) -> bool:
@@ -87,21 +90,22 @@ def parse_conversation(path: str, conversation: dict[str, Any]) -> ParsedDocumen
     messages = [] if messages is None else messages
     if not isinstance(messages, list):
         raise ValueError(f"conversation {uuid}: chat_messages is not a list")
-    sections: list[Section] = []
+    said: list[units.Message] = []
+    attachments: list[Section] = []
     for message in messages:
         if not isinstance(message, dict):
             raise ValueError(f"conversation {uuid}: a message is not an object")
         sender = _string(message.get("sender")) or "unknown"
-        text = _message_text(message)
-        if text:
-            sections.append(Section(heading=f"{name} > {sender}", text=text))
+        when = moment(message.get("created_at")) or moment(conversation.get("created_at"))
+        said.append(units.Message(SPEAKERS.get(sender, sender), _message_text(message), when, sender == "human"))
         for attachment in _list(message.get("attachments")):
             if not isinstance(attachment, dict):
                 continue
             extracted = _string(attachment.get("extracted_content"))
             if extracted:
                 file_name = _string(attachment.get("file_name")) or "attachment"
-                sections.append(Section(heading=f"{name} > attachment {file_name}", text=extracted))
+                attachments.append(Section(heading=f"{name} > attachment {file_name}", text=extracted))
+    sections = units.sections(name, said) + attachments
     canonical = json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     metadata: dict[str, Any] = {
         "conversation_uuid": uuid,

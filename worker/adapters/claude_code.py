@@ -22,13 +22,20 @@ from typing import Any
 
 from pgrecall import kinds
 from pgrecall.errors import UnsupportedFile
-from pgrecall.worker.document import ParsedDocument, Section, moment
+from pgrecall.worker.adapters import conversation as units
+from pgrecall.worker.document import ParsedDocument, moment
 
 # Record types that carry a `sessionId` in Claude Code transcripts (2.0 to 2.1): what detection accepts.
 SESSION_RECORD_TYPES = frozenset(
     {"user", "assistant", "system", "attachment", "progress", "queue-operation", "summary", "last-prompt"}
 )
 SUBAGENT_PREFIX = "subagent "
+SPEAKERS = {
+    "user": "User",
+    "assistant": "Claude",
+    "subagent user": "Claude to subagent",
+    "subagent assistant": "Subagent",
+}
 MAX_TITLE_CHARS = 120
 MAX_TOOL_DETAIL_CHARS = 200
 # A tool result can be a whole file or a build log: included (when asked for) only up to this.
@@ -182,15 +189,17 @@ class _Session:
         self.summaries: list[tuple[str, str]] = []  # (summary, leafUuid)
         self.uuids: set[str] = set()
         self.turns: list[tuple[str, list[str]]] = []  # (role, parts): consecutive records of one role merged
+        self.turn_times: list[str] = []  # the timestamp of each turn's first record
         self.prompts = 0
 
-    def add_turn(self, role: str, parts: list[str]) -> None:
+    def add_turn(self, role: str, parts: list[str], timestamp: str = "") -> None:
         if not parts:
             return
         if self.turns and self.turns[-1][0] == role:
             self.turns[-1][1].extend(parts)
         else:
             self.turns.append((role, list(parts)))
+            self.turn_times.append(timestamp)
 
     def see(self, record: dict[str, Any]) -> None:
         session_id = _string(record.get("sessionId"))
@@ -230,15 +239,16 @@ def _read(text: str, include_tool_results: bool) -> _Session:
                 continue
             # A subagent's turns inside its parent's file (Claude Code before 2.1): marked as such.
             prefix = SUBAGENT_PREFIX if record.get("isSidechain") is True else ""
+            timestamp = _string(record.get("timestamp"))
             if kind == "assistant":
-                session.add_turn(prefix + "assistant", _assistant_parts(record))
+                session.add_turn(prefix + "assistant", _assistant_parts(record), timestamp)
                 continue
             prompt, results = _user_parts(record, include_tool_results)
             if prompt:
                 session.prompts += 1
-                session.add_turn(prefix + "user", [prompt])
+                session.add_turn(prefix + "user", [prompt], timestamp)
             # A result belongs to the assistant's turn that asked for it.
-            session.add_turn(prefix + "assistant", results)
+            session.add_turn(prefix + "assistant", results, timestamp)
     if session.sidechain:  # a subagent's own file: every turn is the subagent's
         session.turns = [(role.removeprefix(SUBAGENT_PREFIX), parts) for role, parts in session.turns]
     return session
@@ -272,8 +282,11 @@ def parse_session(
     # The file of a session is named by its id; a resumed session's file can hold records of the one before.
     session_id = stem if stem in session.session_ids else session.session_ids[-1]
     title, title_source = _title(session, path)
-    heading = _one_line(title, MAX_TITLE_CHARS)
-    sections = [Section(heading=f"{heading} > {role}", text="\n\n".join(parts)) for role, parts in session.turns]
+    said = [
+        units.Message(SPEAKERS.get(role, role), "\n\n".join(parts), moment(timestamp), role == "user")
+        for (role, parts), timestamp in zip(session.turns, session.turn_times, strict=True)
+    ]
+    sections = units.sections(_one_line(title, MAX_TITLE_CHARS), said)
     metadata: dict[str, Any] = {
         "session_id": session_id,
         "project": session.cwd or None,
