@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from pgrecall.errors import ModelUnavailable
+from pgrecall.onnx_model import file_sha256
 
 ADDED_FOLDER = "added"  # under the model cache: <cache>/added/<name>/
 PROVENANCE = "pgrecall_import.json"  # written last: a folder without it is incomplete
@@ -359,7 +359,7 @@ def add_model(name: str, cache_root: Path) -> tuple[Path, bool]:
                     "package": importable.package,
                     "package_version": _version(importable.package),
                     "source": source.name,
-                    "source_sha256": _sha256(source),
+                    "source_sha256": file_sha256(source),
                     "description": importable.description,
                 },
             )
@@ -386,11 +386,3 @@ def _version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()

@@ -47,7 +47,8 @@ def weight_files(model_dir: Path) -> list[Path]:
     return files
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read a megabyte at a time."""
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         while block := stream.read(1 << 20):
@@ -84,7 +85,7 @@ def weights_sha256(model_dir: Path, cache_root: Path | None) -> str:
         if isinstance(entry, dict) and all(entry.get(k) == v for k, v in key.items()) and entry.get("sha256"):
             sums[path] = entry["sha256"]
         else:
-            sums[path] = _sha256(Path(path))
+            sums[path] = file_sha256(Path(path))
     if cache_root and any(known.get(path, {}).get("sha256") != sums[path] for path in sums):
         from filelock import FileLock  # only where the cache is written
 
