@@ -1,5 +1,6 @@
 """`make test` on a fresh machine: it installs what the browser tests drive (issue 38, item 15)."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,8 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
     # -o: the venv counts as installed (the worktree's own), so that only the steps after it run.
+    # As a user runs it, not as a sub-make of the `make test` that runs this suite: a make started
+    # with its parent's MAKELEVEL and MAKEFLAGS prints "Entering directory" and takes its flags.
+    env = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "-o", ".venv/.installed", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        ["make", "-o", ".venv/.installed", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
 
 
