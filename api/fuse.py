@@ -85,28 +85,32 @@ def reciprocal_rank_fusion(
     k: int = DEFAULT_K,
     arms: Sequence[str] = (),
     keyword_only: Collection[Hashable] = frozenset(),
+    vector_only: Collection[Hashable] = frozenset(),
 ) -> list[Fused]:
     """Fuse ranked lists; ties keep the order of first appearance, so results are deterministic.
-    An id of `keyword_only` takes the vector lists' mean terms instead of its own (module docstring)."""
+    An id of `keyword_only` takes the vector lists' mean terms instead of its own, one of
+    `vector_only` the keyword lists' (module docstring)."""
     if k <= 0:
         raise ValueError("k must be positive")
     arm_names = _arm_names(lists, arms)
     best = _best_ranks(lists, arm_names)
     scores: dict[Hashable, float] = dict.fromkeys(best, 0.0)
-    imputed = 0.0
+    unjudged = {"vector": keyword_only, "keyword": vector_only}
+    imputed = dict.fromkeys(unjudged, 0.0)
     for ranked in lists:
-        judged = ranked.arm != "vector"
-        if not judged and ranked.ids:
+        skipped = unjudged.get(ranked.arm, frozenset())
+        if skipped and ranked.ids:
             n = len(ranked.ids)
-            imputed += ranked.weight * sum(1.0 / (k + rank) for rank in range(1, n + 1)) / n
+            imputed[ranked.arm] += ranked.weight * sum(1.0 / (k + rank) for rank in range(1, n + 1)) / n
         for rank, item in enumerate(ranked.ids, start=1):
-            if judged or item not in keyword_only:
+            if item not in skipped:
                 scores[item] += ranked.weight / (k + rank)
-    if keyword_only and imputed:
-        keyword = arm_names.index("keyword") if "keyword" in arm_names else None
-        for item in keyword_only:
-            if item in scores and keyword is not None and best[item][keyword] is not None:
-                scores[item] += imputed
+    for arm, items in unjudged.items():
+        other = [at for at, name in enumerate(arm_names) if name != arm]
+        for item in items if imputed[arm] else ():
+            # Only one the other arm found: a candidate neither judging arm found has no evidence.
+            if item in scores and any(best[item][at] is not None for at in other):
+                scores[item] += imputed[arm]
     return [Fused(item, scores[item], dict(zip(arm_names, best[item], strict=True))) for item in _by_score(scores)]
 
 
@@ -125,9 +129,11 @@ def convex_fusion(
     alpha: float = DEFAULT_ALPHA,
     arms: Sequence[str] = (),
     keyword_only: Collection[Hashable] = frozenset(),
+    vector_only: Collection[Hashable] = frozenset(),
 ) -> list[Fused]:
     """alpha * vector + (1 - alpha) * keyword of min-max normalised scores; a missing arm gives 0.
-    An id of `keyword_only` takes the vector arm's mean score instead of its own (module docstring).
+    An id of `keyword_only` takes the vector arm's mean score instead of its own, one of
+    `vector_only` the keyword arm's (module docstring).
     Ties keep the order of first appearance, so results are deterministic."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError("alpha must be from 0 to 1")
@@ -158,11 +164,13 @@ def convex_fusion(
             current = item_values[arm]
             if current is None or value > current:
                 item_values[arm] = value
-    # What the score counts: the arms' values, but a keyword-only candidate's vector value imputed.
-    # arm_scores keep what each arm said, which also decides between exact ties (_evidence).
+    # What the score counts: the arms' values, but an unjudged candidate's value of the arm that
+    # cannot judge it imputed. arm_scores keep what each arm said, which also decides between exact
+    # ties (_evidence).
     counted = values
-    if keyword_only and "vector" in place:
-        counted = values | _imputed(values, keyword_only, place["vector"], lists)
+    for arm, unjudged in (("vector", keyword_only), ("keyword", vector_only)):
+        if unjudged and arm in place:
+            counted = counted | _imputed(values, unjudged, arm, place[arm], lists)
     weights = [{"vector": alpha, "keyword": 1.0 - alpha}[arm] for arm in arm_names]
     if len(arm_names) == 2:
         # Every search's two arms, written out: the same sum in the same order, in a third of the time.
@@ -190,27 +198,28 @@ def convex_fusion(
 
 def _imputed(
     values: dict[Hashable, list[float | None]],
-    keyword_only: Collection[Hashable],
-    vector: int,
+    unjudged: Collection[Hashable],
+    arm: str,
+    at: int,
     lists: Sequence[RankedList],
 ) -> dict[Hashable, list[float | None]]:
-    """The values each keyword-only candidate is scored with: one the keyword arm found takes the
-    vector arm's mean as its vector value (the best of its lists' weight * mean normalised score,
-    as an arm's score is the best of its lists'); one it did not find has no evidence at all."""
+    """The values each candidate `arm` cannot judge is scored with: one the other arm found takes
+    `arm`'s mean as its value (the best of its lists' weight * mean normalised score, as an arm's
+    score is the best of its lists'); one it did not find has no evidence at all."""
     means = [
         ranked.weight * math.fsum(normalised) / len(normalised)
         for ranked in lists
-        if ranked.arm == "vector" and (normalised := min_max(ranked.scores or []))
+        if ranked.arm == arm and (normalised := min_max(ranked.scores or []))
     ]
     imputed = max(means, default=None)
     substituted: dict[Hashable, list[float | None]] = {}
-    for item in keyword_only:
+    for item in unjudged:
         item_values = values.get(item)
         if item_values is None:
             continue
-        found = any(value is not None for at, value in enumerate(item_values) if at != vector)
+        found = any(value is not None for other, value in enumerate(item_values) if other != at)
         substituted[item] = [*item_values]
-        substituted[item][vector] = imputed if found else None
+        substituted[item][at] = imputed if found else None
     return substituted
 
 

@@ -225,24 +225,38 @@ class Searcher:
         )
         return self.run(request, keyword_depth=keyword_depth)
 
-    def _keyword_only(self, session: store.ReadSession, query: str, lists: list[RankedList]) -> frozenset[int]:
-        """The candidates the vector arm cannot judge (pgrecall.api.fuse): those in a language the
-        embedding model does not cover, or every one when the query is in such a language (a cosine
-        between texts the model cannot read is no evidence, whichever side it cannot read). Looked up
-        only while the index holds such a language. `simple` (no language told) counts as covered,
-        as every document did before languages."""
-        if self.covered_languages is None:
-            return frozenset()
-        uncovered = set(session.index_languages()) - self.covered_languages - {SIMPLE}
-        if not uncovered:
-            return frozenset()
+    def _unjudged(
+        self, session: store.ReadSession, query: str, lists: list[RankedList]
+    ) -> tuple[frozenset[int], frozenset[int]]:
+        """The candidates one arm cannot judge (pgrecall.api.fuse): (keyword-only, vector-only).
+
+        Keyword-only, the vector arm's: those in a language the embedding model does not cover, or
+        every one when the query is in such a language (a cosine between texts the model cannot
+        read is no evidence, whichever side it cannot read). Vector-only, the keyword arm's: those
+        in a language the model covers other than the query's, when the query's is covered too (a
+        question shares few words with a note in another language, so the keyword arm not finding
+        it says nothing). Looked up only while the index holds a language that can make either:
+        one the model does not cover, or two or more. `simple` (no language told, or a query too
+        short to tell) is never another language."""
+        indexed = set(session.index_languages()) - {SIMPLE}
+        covered = self.covered_languages
+        uncovered = indexed - covered if covered is not None else set()
+        if not uncovered and len(indexed) < 2:
+            return frozenset(), frozenset()
         candidates = {chunk_id for ranked in lists for chunk_id in ranked.ids}
         query_language = detect(query, self.languages)
-        if query_language != SIMPLE and query_language not in self.covered_languages:
-            return frozenset(candidates)
-        return frozenset(
-            chunk_id for chunk_id, language in session.languages(candidates).items() if language in uncovered
+        if query_language != SIMPLE and covered is not None and query_language not in covered:
+            return frozenset(candidates), frozenset()
+        languages = session.languages(candidates)
+        keyword_only = frozenset(chunk_id for chunk_id, language in languages.items() if language in uncovered)
+        if query_language == SIMPLE:
+            return keyword_only, frozenset()
+        vector_only = frozenset(
+            chunk_id
+            for chunk_id, language in languages.items()
+            if language not in (SIMPLE, query_language) and language not in uncovered
         )
+        return keyword_only, vector_only
 
     def run(self, request: SearchRequest, keyword_depth: int = 1000) -> list[Hit]:
         """Search for a request built by pgrecall.contract.search_request."""
@@ -310,11 +324,17 @@ class Searcher:
                 lists.extend(_keyword_arms(session, variants, limit, keyword_depth))
             lists.extend(vector_lists)
             arms = ("vector", "keyword")
-            keyword_only = self._keyword_only(session, query, lists) if mode == "hybrid" else frozenset()
+            keyword_only, vector_only = (
+                self._unjudged(session, query, lists) if mode == "hybrid" else (frozenset(), frozenset())
+            )
             if fusion == "convex":
-                fused = convex_fusion(lists, alpha=self.settings.fusion_alpha, arms=arms, keyword_only=keyword_only)
+                fused = convex_fusion(
+                    lists, self.settings.fusion_alpha, arms, keyword_only=keyword_only, vector_only=vector_only
+                )
             else:
-                fused = reciprocal_rank_fusion(lists, k=self.settings.rrf_k, arms=arms, keyword_only=keyword_only)
+                fused = reciprocal_rank_fusion(
+                    lists, self.settings.rrf_k, arms, keyword_only=keyword_only, vector_only=vector_only
+                )
             # The project searched from, and recency between exact ties: only what can move into
             # (or within) the k hits reads facts.
             weighed = [f.id for f in fused] if request.project is not None else exact_ties(fused, within=k)

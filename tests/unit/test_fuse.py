@@ -213,3 +213,42 @@ def test_rrf_keyword_only_documents_take_the_vector_lists_mean_terms():
     fused = reciprocal_rank_fusion([keyword, vector], keyword_only={"de"}, arms=("vector", "keyword"))
     mean = (1 / 61 + 1 / 62) / 2
     assert {f.id: f.score for f in fused} == {"en": pytest.approx(2 / 61), "de": pytest.approx(1 / 62 + mean)}
+
+
+def test_a_note_in_another_language_than_the_question_takes_the_keyword_arms_mean():
+    """Issue 40: an English question, a multilingual model. The German note is the vector arm's
+    first; the keyword arm cannot match it and finds an English note on "every" alone. Not being
+    found by words it could not share is no evidence against the German note."""
+    keyword = RankedList("keyword", ["en-bike", "en-garden"], scores=[3.0, 1.0])
+    vector = RankedList("vector", ["de-sourdough", "en-bike", "en-garden"], scores=[0.86, 0.80, 0.79])
+    plain = convex_fusion([keyword, vector])
+    assert plain[0].id == "en-bike"
+    fused = convex_fusion([keyword, vector], vector_only={"de-sourdough"})
+    scores = {f.id: f.score for f in fused}
+    assert scores["de-sourdough"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)  # the keyword list's mean, (1 + 0) / 2
+    assert scores["en-bike"] == pytest.approx(0.5 * (0.01 / 0.07) + 0.5 * 1.0)
+    assert fused[0].id == "de-sourdough"
+    assert {f.id: f.arm_scores["keyword"] for f in fused}["de-sourdough"] is None  # what the arm said
+    rrf = reciprocal_rank_fusion([keyword, vector], vector_only={"de-sourdough"}, arms=("vector", "keyword"))
+    assert {f.id: f.score for f in rrf}["de-sourdough"] == pytest.approx(1 / 61 + (1 / 61 + 1 / 62) / 2)
+    assert rrf[0].id == "de-sourdough"
+
+
+def test_when_every_document_is_in_another_language_hybrid_ranks_as_vector():
+    """XQuAD de-to-en: German questions, English paragraphs only. Shared names still reach the
+    keyword arm, but it cannot judge the rest: the vector arm's order stands."""
+    keyword = RankedList("keyword", ["c", "a"], scores=[5.0, 1.0])
+    vector = RankedList("vector", ["a", "b", "c"], scores=[0.9, 0.8, 0.7])
+    everything = {"a", "b", "c", "k"}
+    for fused in (
+        convex_fusion([keyword, vector], vector_only=everything),
+        reciprocal_rank_fusion([keyword, vector], vector_only=everything, arms=("vector", "keyword")),
+    ):
+        assert [f.id for f in fused] == ["a", "b", "c"]
+
+
+def test_a_candidate_only_the_arm_that_cannot_judge_it_found_has_no_evidence():
+    keyword = RankedList("keyword", ["k"], scores=[5.0])
+    vector = RankedList("vector", ["a"], scores=[0.9])
+    fused = convex_fusion([keyword, vector], vector_only={"a", "k"})
+    assert {f.id: f.score for f in fused} == {"a": pytest.approx(1.0), "k": 0.0}
