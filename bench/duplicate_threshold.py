@@ -10,7 +10,7 @@ text, and each pair is judged by pgrecall.worker.memory_door.is_near_duplicate (
 similarity at or above the threshold, a shared rare term, and no detail of its own: a
 number, identifier, name or negation). Two pairs in three choose the threshold: the lowest
 one of the grid whose precision is at least TARGET_PRECISION (the most recall that
-precision allows); the third pair of each label, held out, checks the choice. The curve's
+precision allows; between equal recalls the most precision); the third pair of each label, held out, checks the choice. The curve's
 points are printed for both parts, with cosine alone beside them.
 
 The detail pairs (`--details`: one fact in other words that keep its numbers, codes and
@@ -98,7 +98,10 @@ def choose(points: list[dict[str, float | int]]) -> float:
     good = [p for p in points if p["precision"] >= TARGET_PRECISION]
     if not good:
         raise SystemExit(f"no threshold of the grid reaches precision {TARGET_PRECISION}")
-    return float(min(good, key=lambda p: p["threshold"])["threshold"])
+    # The most recall; between equal recalls (a model whose cosines sit high, as e5's do, is flat over
+    # much of the grid) the most precision; then the lowest threshold.
+    best = max(good, key=lambda p: (p["recall"], p["precision"], -p["threshold"]))
+    return float(best["threshold"])
 
 
 def main() -> None:

@@ -253,7 +253,7 @@ SETTINGS: tuple[Setting, ...] = (
         "PGRECALL_MEMORY_DUPLICATE_SIMILARITY",
         "remember refuses a text whose cosine similarity with a memory is at least this (and that shares a rare "
         "term with it) as a near-duplicate, unless forced (chosen on pairs: bench/duplicate_threshold.py); 1: only "
-        "near-identical texts",
+        "near-identical texts; multilingual-e5-small's own default is 0.9",
         default=0.75,
         minimum=0,
         maximum=1,
@@ -298,7 +298,8 @@ SETTINGS: tuple[Setting, ...] = (
         "hook_min_score",
         "PGRECALL_HOOK_MIN_SCORE",
         "`pgrecall hook prompt` adds only passages whose cosine similarity with the prompt is at least this, "
-        "or that hold an identifier the prompt names (chosen on SciFact: bench/hook_threshold.py)",
+        "or that hold an identifier the prompt names (chosen on SciFact: bench/hook_threshold.py); "
+        "multilingual-e5-small's own default is 0.0",
         default=0.47,
         minimum=-1,
         maximum=1,
@@ -395,7 +396,21 @@ class Settings:
         return self.database_url is None
 
 
+# Cosine thresholds belong to a model: multilingual-e5-small puts unrelated texts near 0.8, where the
+# bundled model puts them near 0.1, so the defaults above (the bundled model's) would let every hit
+# through. A model named here takes its own unless the variable is set. Chosen the same way as the
+# bundled model's: bench/hook_threshold.py and bench/duplicate_threshold.py run with the model.
+MODEL_THRESHOLDS: dict[str, dict[str, float]] = {
+    "multilingual-e5-small": {"hook_min_score": 0.0, "memory_duplicate_similarity": 0.9},
+}
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Settings from `env` (default: the process environment); ConfigurationError names a bad variable."""
     env = dict(os.environ if env is None else env)
-    return Settings(**{setting.field: setting.parse(env.get(setting.variable)) for setting in SETTINGS})
+    values = {setting.field: setting.parse(env.get(setting.variable)) for setting in SETTINGS}
+    variables = {setting.field: setting.variable for setting in SETTINGS}
+    for field, value in MODEL_THRESHOLDS.get(values["model"] or "", {}).items():
+        if not env.get(variables[field]):
+            values[field] = value
+    return Settings(**values)

@@ -7,7 +7,7 @@ import pytest
 
 from pgrecall.embedding import new_embedder
 from pgrecall.errors import ConfigurationError
-from pgrecall.settings import SETTINGS, Settings, load_settings
+from pgrecall.settings import MODEL_THRESHOLDS, SETTINGS, Settings, load_settings
 from pgrecall.torch_embedder import TorchEmbedder
 
 INTEGERS = [s for s in SETTINGS if s.minimum is not None and not s.real]
@@ -219,3 +219,16 @@ def test_redaction_is_a_flag(raw, expected):
 def test_a_flag_takes_no_other_word():
     with pytest.raises(ConfigurationError, match="PGRECALL_REDACT_SECRETS must be true or false, got 'maybe'"):
         load_settings({"PGRECALL_REDACT_SECRETS": "maybe"})
+
+
+def test_a_model_with_thresholds_of_its_own_takes_them_unless_the_variable_is_set():
+    bundled = load_settings({})
+    e5 = load_settings({"PGRECALL_MODEL": "multilingual-e5-small"})
+    own = MODEL_THRESHOLDS["multilingual-e5-small"]
+    assert (e5.hook_min_score, e5.memory_duplicate_similarity) == (
+        own["hook_min_score"],
+        own["memory_duplicate_similarity"],
+    )
+    assert (bundled.hook_min_score, bundled.memory_duplicate_similarity) == (0.47, 0.75)
+    chosen = load_settings({"PGRECALL_MODEL": "multilingual-e5-small", "PGRECALL_HOOK_MIN_SCORE": "0.5"})
+    assert (chosen.hook_min_score, chosen.memory_duplicate_similarity) == (0.5, own["memory_duplicate_similarity"])
