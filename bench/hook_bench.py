@@ -11,7 +11,8 @@ the figures look better than a real question costs). Each is timed from the proc
 to its exit; p50 and p95 wall seconds are reported, with how many runs added context, added
 nothing, or ran out of the deadline (PGRECALL_HOOK_DEADLINE, as the environment sets it; set it
 high to time the whole work on a busy machine), the CPU seconds per process (user + system,
-which a busy machine inflates less than wall time), and the floor: the same command with an
+which a busy machine inflates less than wall time), the peak resident memory per process
+(the model PGRECALL_MODEL names, the bundled one when unset), and the floor: the same command with an
 empty stdin, which pays the interpreter's start and the CLI's imports and nothing else.
 The targets: with serve p50 <= 120 ms, p95 <= 250 ms; without serve p50 <= 0.7 s.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -64,16 +64,21 @@ def payload(prompt: str, cwd: str) -> str:
     )
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(argv: list[str], env: dict[str, str], stdin: str) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, CPU seconds, the finished process) of one run."""
-    cpu, started = children_cpu(), time.perf_counter()
-    done = subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True)
-    return time.perf_counter() - started, children_cpu() - cpu, done
+def timed(argv: list[str], env: dict[str, str], stdin: str) -> tuple[float, float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds, peak resident MB, the finished process) of one run. Reaped by
+    os.wait4 for the process's own peak: RUSAGE_CHILDREN's is the largest of every child so far."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    process.stdin.write(stdin)
+    process.stdin.close()
+    out, err = process.stdout.read(), process.stderr.read()  # a hook writes a few kB: no pipe fills
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    done = subprocess.CompletedProcess(argv, process.returncode, out, err)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, done
 
 
 def main() -> int:
@@ -85,7 +90,8 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="pgrecall-hook-bench-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_") or k == "PGRECALL_MODEL_CACHE"}
+    kept = ("PGRECALL_MODEL_CACHE", "PGRECALL_MODEL")  # the model under test, and where its files are
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_") or k in kept}
     env.update({"PGRECALL_HOME": str(work / "home"), "PGRECALL_LOG_FORMAT": "json"})
     if "PGRECALL_HOOK_DEADLINE" in os.environ:
         env["PGRECALL_HOOK_DEADLINE"] = os.environ["PGRECALL_HOOK_DEADLINE"]
@@ -93,6 +99,7 @@ def main() -> int:
     pgrecall = [sys.executable, "-c", CLI]
     seconds: list[float] = []
     cpu_seconds: list[float] = []
+    resident_mb: list[float] = []
     floor: list[float] = []
     outcomes = {"added context": 0, "added nothing": 0, "deadline passed": 0, "error": 0}
     serve = None
@@ -111,9 +118,10 @@ def main() -> int:
                 time.sleep(0.2)
         for number in range(args.runs):
             stdin = payload(PROMPTS[number % len(PROMPTS)], str(REPO))
-            wall, cpu, done = timed([*pgrecall, "hook", "prompt"], env, stdin)
+            wall, cpu, resident, done = timed([*pgrecall, "hook", "prompt"], env, stdin)
             seconds.append(wall)
             cpu_seconds.append(cpu)
+            resident_mb.append(resident)
             if done.returncode != 0:
                 raise SystemExit(f"hook prompt exited {done.returncode}: {done.stderr.strip()}")
             if "deadline passed" in done.stderr:
@@ -139,6 +147,9 @@ def main() -> int:
         "p95_s": round(percentile(seconds, 95), 3),
         "max_s": round(max(seconds), 3),
         "cpu_p50_s": round(statistics.median(cpu_seconds), 3),
+        "rss_p50_mb": round(statistics.median(resident_mb), 1),
+        "rss_max_mb": round(max(resident_mb), 1),
+        "model": env.get("PGRECALL_MODEL", "bundled"),
         "floor_p50_s": round(statistics.median(floor), 3),
         "outcomes": outcomes,
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -149,7 +160,8 @@ def main() -> int:
     else:
         print(
             f"pgrecall hook prompt, {args.runs} processes, {'with' if args.serve else 'no'} serve: p50 {result['p50_s']:.3f} s, "
-            f"p95 {result['p95_s']:.3f} s, max {result['max_s']:.3f} s, CPU p50 {result['cpu_p50_s']:.3f} s; "
+            f"p95 {result['p95_s']:.3f} s, max {result['max_s']:.3f} s, CPU p50 {result['cpu_p50_s']:.3f} s, "
+            f"resident p50 {result['rss_p50_mb']} MB, max {result['rss_max_mb']} MB; "
             f"floor (empty stdin) p50 {result['floor_p50_s']:.3f} s; {outcomes}; "
             f"load average {result['load_average']} on {result['cpus']} CPUs"
         )
