@@ -22,6 +22,12 @@ English word outranked the English page both arms found), and the vector arm nei
 it. Convex: its vector score is the mean of the vector list's normalised scores; RRF: its vector terms
 are the mean of the vector list's reciprocal ranks. Where every candidate is keyword-only, hybrid ranks
 as keyword.
+
+The reverse (`vector_only`): a document in another language than the query, both covered by the
+model, that the keyword arm cannot judge (a question shares few words with a note in another
+language, so not matching says nothing against it). Its keyword term is the keyword arm's mean, on
+the same terms; where every candidate is vector-only (German questions over English notes), hybrid
+ranks as vector.
 """
 
 from __future__ import annotations
