@@ -86,6 +86,7 @@ def report(
     memory_folder: Path | None = None,
     count_memories: Callable[[Path], int] | None = None,
     embedding_space: str | None = None,
+    model_languages: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """Everything `pgrecall status` shows. `count_files(folder)` says how many files a root's
     folder holds (the worker's scan); without it, for a folder that is gone, or for one only
@@ -93,6 +94,9 @@ def report(
     With `memory_folder`, `memories` is {folder, count: the notes `count_memories(folder)` finds
     there (None without it; 0 for a folder not made yet), indexed: how many of them the index holds}.
     With `embedding_space` (this configuration's), `documents_to_reembed` counts the documents of others.
+    `languages`: documents per language, each with whether the model reads it (`model_languages`, the
+    card's, pgrecall.languages.model_card_languages: None reads every language; `simple`, no language
+    told, always counts as read).
     `redactions`: the secrets replaced by a marker before indexing (see redactions())."""
     status = index_status(conn)
     status["queue"] = queue_status(conn) | {"stalled": stalled_job_count(conn, settings.stalled_seconds)}
@@ -131,6 +135,10 @@ def report(
     status["database"] = "embedded" if settings.embedded else "external"
     status["redactions"] = redactions(conn)
     status["embedding_spaces"] = embedding_spaces(conn)
+    status["languages"] = [
+        row | {"model_reads": model_languages is None or row["language"] in model_languages | {"simple"}}
+        for row in _rows(conn, "document_languages")
+    ]
     if embedding_space is not None:
         status["embedding_space"] = embedding_space
         status["documents_to_reembed"] = sum(

@@ -21,9 +21,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import status as status_module
     from pgrecall.embedding import embedder_for
+    from pgrecall.languages import model_card_languages
     from pgrecall.memory_notes import MemoryNotes, folder_of
     from pgrecall.worker.scan import iter_files
 
+    embedder = embedder_for(settings)
     with database.connect(url(settings)) as conn:
         status = status_module.report(
             conn,
@@ -31,7 +33,8 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
             count_files=lambda folder: sum(1 for _ in iter_files(folder)),
             memory_folder=folder_of(settings),
             count_memories=lambda folder: sum(1 for _ in MemoryNotes(folder).memories()),
-            embedding_space=embedder_for(settings).space,
+            embedding_space=embedder.space,
+            model_languages=model_card_languages(embedder.model_path),
         )
     if args.json:
         print(json.dumps(status, default=str))
@@ -67,10 +70,24 @@ def print_index(status: dict, settings: Settings) -> None:
         current = " (this configuration's)" if space["space"] == status["embedding_space"] else ""
         name = space["space"] or "not recorded"
         print(f"embedded:   {space['documents']} documents, {space['chunks']} chunks in {name}{current}")
+    print_languages(status["languages"])
     if status["documents_to_reembed"]:
         print(
             f"reembed:    {status['documents_to_reembed']} documents of another embedding space than "
             f"{status['embedding_space']}: pgrecall reembed, or the next serve reconciliation, embeds them again"
+        )
+
+
+def print_languages(languages: list[dict]) -> None:
+    if not languages:
+        return
+    counts = ", ".join(f"{row['language']} {row['documents']}" for row in languages)
+    print(f"languages:  {counts} documents")
+    unread = [row["language"] for row in languages if not row["model_reads"]]
+    if unread:
+        print(
+            f"            the embedding model does not read {', '.join(unread)}: those documents are found by "
+            "their words alone; pgrecall models add multilingual-e5-small reads about 100 languages"
         )
 
 

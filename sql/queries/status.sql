@@ -97,6 +97,14 @@ WHERE chunk_count > 0
 GROUP BY embedding_space
 ORDER BY count(*) DESC, embedding_space
 
+-- document_languages --
+-- Documents per language (0024): the text search configuration each was analysed with.
+SELECT coalesce(language, 'simple') AS language, count(*)::bigint AS documents
+FROM pgrecall.documents
+WHERE chunk_count > 0
+GROUP BY 1
+ORDER BY count(*) DESC, 1
+
 -- redaction_totals --
 -- Secrets replaced by a marker before indexing (0016), and the documents that held them.
 SELECT coalesce(sum(r.count), 0)::bigint AS secrets, count(DISTINCT d.id)::bigint AS documents

@@ -15,7 +15,7 @@ from tests.notes import ERROR_CODE_NOTES, write_notes
 
 # Every field of `pgrecall status --json`: scripts read them.
 REPORT_FIELDS = {"documents", "chunks", "failed", "skipped", "last_indexed_at", "queue", "roots", "database"}
-REPORT_FIELDS |= {"embedding_spaces", "redactions"}
+REPORT_FIELDS |= {"embedding_spaces", "redactions", "languages"}
 QUEUE_FIELDS = {"todo", "doing", "failed", "oldest_waiting_since", "oldest_waiting_age_s", "stalled"}
 ROOT_FIELDS = {"name", "path", "indexed", "files", "last_indexed_at"}
 ROOT_FIELDS |= {"watch_mode", "watch_mode_since", "watcher_seen_at", "last_event_at"}
@@ -217,3 +217,23 @@ def test_a_root_is_watched_while_a_watcher_holds_its_lease_and_not_after(setting
     assert before == {"notes": False, "other": False}
     assert held == {"notes": True, "other": False}
     assert released == {"notes": False, "other": False}
+
+
+def test_report_counts_documents_per_language_and_says_which_the_model_reads(index, settings, db_url, tmp_path):
+    notes = write_notes(
+        tmp_path / "notes",
+        {
+            "en.md": "# Bike\n\nReplace the chain every few thousand kilometres and oil it after rain.",
+            "garden.md": "# Garden\n\nTomatoes ripen faster in the sun; water them in the morning.",
+            "de.md": "# Heizung\n\nDie Heizkörper im Keller werden jeden Herbst entlüftet, sonst gluckern sie.",
+        },
+    )
+    index(notes)
+    with database.connect(db_url) as conn:
+        english_only = status.report(conn, settings, model_languages=frozenset({"english"}))["languages"]
+        every = status.report(conn, settings)["languages"]
+    assert english_only == [
+        {"language": "english", "documents": 2, "model_reads": True},
+        {"language": "german", "documents": 1, "model_reads": False},
+    ]
+    assert all(row["model_reads"] for row in every)
