@@ -235,18 +235,22 @@ class Searcher:
         read is no evidence, whichever side it cannot read). Vector-only, the keyword arm's: those
         in a language the model covers other than the query's, when the query's is covered too (a
         question shares few words with a note in another language, so the keyword arm not finding
-        it says nothing). Looked up only while the index holds a language that can make either:
-        one the model does not cover, or two or more. `simple` (no language told, or a query too
-        short to tell) is never another language."""
-        indexed = set(session.index_languages()) - {SIMPLE}
+        it says nothing). Candidates' languages are looked up only where either can be: the index
+        holds a language the model does not cover, or the model covers several and the index holds
+        one other than the query's. `simple` (no language told, or a query too short to tell) is
+        never another language."""
         covered = self.covered_languages
+        multilingual = covered is None or len(covered) > 1
+        indexed = set(session.index_languages()) - {SIMPLE}
         uncovered = indexed - covered if covered is not None else set()
-        if not uncovered and len(indexed) < 2:
+        if not uncovered and not multilingual:
             return frozenset(), frozenset()
         candidates = {chunk_id for ranked in lists for chunk_id in ranked.ids}
         query_language = detect(query, self.languages)
         if query_language != SIMPLE and covered is not None and query_language not in covered:
             return frozenset(candidates), frozenset()
+        if not uncovered and (query_language == SIMPLE or indexed <= {query_language}):
+            return frozenset(), frozenset()
         languages = session.languages(candidates)
         keyword_only = frozenset(chunk_id for chunk_id, language in languages.items() if language in uncovered)
         if query_language == SIMPLE:

@@ -103,3 +103,29 @@ def test_a_question_finds_the_note_written_in_the_other_language(e5_folder, tmp_
             assert found[0] == note, (query, found)
     finally:
         searcher.close()
+
+
+def test_a_german_question_over_english_notes_only_is_ranked_by_meaning(e5_folder, tmp_path, db_url):
+    """XQuAD de-to-en's case: the index holds one language, the question is in another. "Hamburg"
+    is the one word the question shares with any note, and the note it names is not the answer."""
+    import asyncio
+
+    from pgrecall.api.search import Searcher
+    from pgrecall.worker.run import run_index
+
+    notes = {
+        "moving.md": CROSSING["moving.md"],
+        "bike.md": CROSSING["bike.md"],
+        "hamburg.md": "# Hamburg\n\nHamburg's harbour tours start at the Landungsbruecken every hour, and "
+        "Hamburg's fish market opens on Sundays.",
+    }
+    settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_MODEL": NAME})
+    asyncio.run(run_index(settings, db_url, [str(write_notes(tmp_path / "notes", notes))]))
+    searcher = Searcher(db_url, settings, embedder=embedder_for(settings), pool_size=1)
+    try:
+        query = "Bis wann muss ich in Hamburg dem Amt die neue Adresse melden?"
+        for fusion in ("convex", "rrf"):
+            found = [hit.path for hit in searcher.search(query, k=3, fusion=fusion)]
+            assert found[0] == "moving.md", (fusion, found)
+    finally:
+        searcher.close()
