@@ -309,6 +309,21 @@ def test_every_variable_a_page_names_is_read_by_the_code(page):
     assert not unknown, f"{page_name(page)} names variables that no code reads:\n" + "\n".join(unknown)
 
 
+def unknown_tests(text: str) -> list[str]:
+    """The tests a text cites as its evidence (`test_name`) that tests/ neither defines nor holds as a file."""
+    cited = set(re.findall(r"\btest_[a-z0-9_]+\b", text))
+    files = {path.stem for path in (ROOT / "tests").rglob("test_*.py")}
+    code = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").rglob("*.py"))
+    defined = set(re.findall(r"^\s*(?:async )?def (test_[a-z0-9_]+)", code, re.MULTILINE))
+    return sorted(cited - files - defined)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_test_a_page_cites_exists(page):
+    unknown = unknown_tests(read(page))
+    assert not unknown, f"{page_name(page)} cites tests that tests/ does not hold:\n" + "\n".join(unknown)
+
+
 def test_the_settings_page_lists_every_setting():
     table = set(re.findall(r"^\| `(PGRECALL_[A-Z0-9_]+)` \|", read(SETTINGS_PAGE), re.MULTILINE))
     missing = sorted(set(ENVIRONMENT_VARIABLES) - table)
@@ -338,3 +353,6 @@ bench/index_bench.py --not-a-bench-flag
     assert problems[1:] == ["pgrecall search --no-such-flag: no such flag"]
     assert bench_flag_problems(wrong) == ["bench/index_bench.py --not-a-bench-flag: no such flag"]
     assert unknown_variables(wrong) == ["PGRECALL_NO_SUCH_VARIABLE"]
+    assert unknown_tests("as `test_the_checks_report_what_is_wrong` and `test_no_such_test` show") == [
+        "test_no_such_test"
+    ]
