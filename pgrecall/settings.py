@@ -108,7 +108,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "home",
         "PGRECALL_HOME",
-        "data directory: embedded database, logs",
+        "data directory: the embedded database and its logs, the memory folder, the ONNX files",
         path=True,
         computed=_user_data_dir,
         shown="the user data dir, e.g. ~/.local/share/pgrecall",

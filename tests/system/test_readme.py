@@ -1,7 +1,8 @@
-"""The README's paths, commands, flags and variables exist: no database, no model.
+"""The paths, commands, flags and variables that the README and every page of the manual (docs/)
+name exist: no database, no model.
 
-Each check reads the README as it is when the test runs, so a file moved, a
-command renamed or a flag dropped without its README line fails here, naming it.
+Each check reads the pages as they are when the test runs, so a file moved, a command renamed or
+a flag dropped without its line in README.md or docs/ fails here, naming the page and the word.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 from pgrecall.settings import ENVIRONMENT_VARIABLES
 
 ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "pyproject.toml").is_file())
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README and every page of the manual; a page added to docs/ is checked without a change here.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SETTINGS_PAGE = ROOT / "docs" / "settings.md"
 
 PATH_SUFFIXES = (".py", ".sql", ".toml", ".service", ".md", ".example")
 # Words in backticks that look like paths but name no file of this repository, with the reason.
@@ -98,13 +103,12 @@ def pgrecall_commands(commands: Iterable[str]) -> dict[str, set[str]]:
 
 
 def path_candidates(text: str) -> set[str]:
-    """Words in backticks, shell blocks and links that look like paths."""
+    """Words in backticks and shell blocks that look like paths (from the repository's top)."""
     words: list[str] = []
     for span in inline_spans(text):
         words += span.split()
     for line in shell_lines(text):
         words += [word for word in tokens(line) if not any(c.isspace() for c in word)]
-    words += link_targets(text)
     found = set()
     for word in words:
         word = word.split("=", 1)[1] if re.match(r"[A-Z_]+=", word) else word  # NOTES=~/notes
@@ -143,10 +147,17 @@ def repository_files() -> list[Path]:
     return found
 
 
-def missing_paths(text: str) -> list[str]:
-    """Each path the text names that the repository does not hold (a bare file name: anywhere in it)."""
+def linked_paths(text: str) -> set[str]:
+    """The targets of the text's links that are files, without their #anchor (from the page's folder)."""
+    targets = {target.split("#", 1)[0] for target in link_targets(text)}
+    return {target for target in targets if target and is_repository_path(target)}
+
+
+def missing_paths(text: str, folder: Path = ROOT) -> list[str]:
+    """Each path the text names that the repository does not hold (a bare file name: anywhere in it),
+    and each link whose target is not there, seen from the page's folder."""
     files = None
-    missing = []
+    missing = [target for target in sorted(linked_paths(text)) if not (folder / target).exists()]
     for word in sorted(path_candidates(text)):
         if not is_repository_path(word):
             continue
@@ -185,16 +196,23 @@ print(json.dumps(texts))
 """
 
 
+_HELP_TEXTS: dict[str, tuple[int, str]] = {}
+
+
 def help_texts(commands: Iterable[str]) -> dict[str, tuple[int, str]]:
-    """`pgrecall COMMAND --help` for each command, through the installed script's entry point, in one
-    fresh process: exit code and output."""
-    module, function = entry_point()
-    program = HELP_PROGRAM.format(module=module, function=function)
-    run = subprocess.run(
-        [sys.executable, "-c", program, *sorted(commands)], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert run.returncode == 0, run.stderr
-    return {command: (code, text) for command, (code, text) in json.loads(run.stdout).items()}
+    """`pgrecall COMMAND --help` for each command, through the installed script's entry point: exit
+    code and output. The commands not asked before are asked in one fresh process."""
+    commands = set(commands)
+    unknown = sorted(commands - set(_HELP_TEXTS))
+    if unknown:
+        module, function = entry_point()
+        program = HELP_PROGRAM.format(module=module, function=function)
+        run = subprocess.run(
+            [sys.executable, "-c", program, *unknown], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        _HELP_TEXTS.update((command, (code, text)) for command, (code, text) in json.loads(run.stdout).items())
+    return {command: _HELP_TEXTS[command] for command in commands}
 
 
 def mentioned(flag: str, text: str) -> bool:
@@ -251,35 +269,77 @@ def unknown_variables(text: str) -> list[str]:
     return sorted(name for name in unknown if not re.search(rf"\b{name}\b", code))
 
 
-def test_every_path_the_readme_names_exists():
-    missing = missing_paths(README)
-    assert not missing, "README.md names paths the repository does not hold:\n" + "\n".join(missing)
+def page_name(page: Path) -> str:
+    return str(page.relative_to(ROOT))
 
 
-def test_every_command_and_flag_the_readme_shows_exists():
-    problems = command_problems(README)
-    assert not problems, "README.md shows commands or flags that pgrecall does not have:\n" + "\n".join(problems)
+def read(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
 
 
-def test_every_bench_flag_the_readme_shows_exists():
-    problems = bench_flag_problems(README)
-    assert not problems, "README.md shows bench/ flags that the scripts do not have:\n" + "\n".join(problems)
+@pytest.fixture(scope="module", autouse=True)
+def every_commands_help():
+    """Every page's commands asked for their --help in one process, not one process a page."""
+    help_texts(pgrecall_commands(line for page in PAGES for line in shell_lines(read(page)) + inline_spans(read(page))))
 
 
-def test_every_variable_the_readme_names_is_read_by_the_code():
-    unknown = unknown_variables(README)
-    assert not unknown, "README.md names variables that no code reads:\n" + "\n".join(unknown)
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_path_a_page_names_exists(page):
+    missing = missing_paths(read(page), page.parent)
+    assert not missing, f"{page_name(page)} names paths the repository does not hold:\n" + "\n".join(missing)
 
 
-def test_the_settings_table_lists_every_setting():
-    table = set(re.findall(r"^\| `(PGRECALL_[A-Z0-9_]+)` \|", README, re.MULTILINE))
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_command_and_flag_a_page_shows_exists(page):
+    problems = command_problems(read(page))
+    assert not problems, f"{page_name(page)} shows commands or flags that pgrecall does not have:\n" + "\n".join(
+        problems
+    )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_bench_flag_a_page_shows_exists(page):
+    problems = bench_flag_problems(read(page))
+    assert not problems, f"{page_name(page)} shows bench/ flags that the scripts do not have:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_variable_a_page_names_is_read_by_the_code(page):
+    unknown = unknown_variables(read(page))
+    assert not unknown, f"{page_name(page)} names variables that no code reads:\n" + "\n".join(unknown)
+
+
+def unknown_tests(text: str) -> list[str]:
+    """The tests a text cites as its evidence (`test_name`) that tests/ neither defines nor holds as a file."""
+    cited = set(re.findall(r"\btest_[a-z0-9_]+\b", text))
+    files = {path.stem for path in (ROOT / "tests").rglob("test_*.py")}
+    code = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").rglob("*.py"))
+    defined = set(re.findall(r"^\s*(?:async )?def (test_[a-z0-9_]+)", code, re.MULTILINE))
+    return sorted(cited - files - defined)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_test_a_page_cites_exists(page):
+    unknown = unknown_tests(read(page))
+    assert not unknown, f"{page_name(page)} cites tests that tests/ does not hold:\n" + "\n".join(unknown)
+
+
+def test_the_settings_page_lists_every_setting():
+    table = set(re.findall(r"^\| `(PGRECALL_[A-Z0-9_]+)` \|", read(SETTINGS_PAGE), re.MULTILINE))
     missing = sorted(set(ENVIRONMENT_VARIABLES) - table)
-    assert not missing, "README.md's Settings table lacks:\n" + "\n".join(missing)
+    assert not missing, "docs/settings.md's table lacks:\n" + "\n".join(missing)
+
+
+def test_the_readme_is_one_screen_that_leads_to_the_manual():
+    readme = read(ROOT / "README.md")
+    assert len(readme.splitlines()) <= 300, "the README is a newcomer's first hour: reference goes in docs/"
+    assert "docs/index.md" in {target.split("#", 1)[0] for target in link_targets(readme)}
 
 
 def test_the_checks_report_what_is_wrong():
     wrong = """
 Run `pgrecall frobnicate` or see `worker/no_such_module.py` and `nosuch.sql`, then `~/notes` is fine.
+See [the manual](docs/index.md#set-up), [a page gone](docs/gone.md#top) and [the web](https://example.org/x.md).
 
 ```sh
 pgrecall search "x" --no-such-flag -k 3 | grep --also-not-ours x
@@ -287,9 +347,12 @@ PGRECALL_NO_SUCH_VARIABLE=1 pgrecall status --json
 bench/index_bench.py --not-a-bench-flag
 ```
 """
-    assert missing_paths(wrong) == ["nosuch.sql", "worker/no_such_module.py"]
+    assert missing_paths(wrong) == ["docs/gone.md", "nosuch.sql", "worker/no_such_module.py"]
     problems = command_problems(wrong)
     assert problems[0].startswith("pgrecall frobnicate: not a command")
     assert problems[1:] == ["pgrecall search --no-such-flag: no such flag"]
     assert bench_flag_problems(wrong) == ["bench/index_bench.py --not-a-bench-flag: no such flag"]
     assert unknown_variables(wrong) == ["PGRECALL_NO_SUCH_VARIABLE"]
+    assert unknown_tests("as `test_the_checks_report_what_is_wrong` and `test_no_such_test` show") == [
+        "test_no_such_test"
+    ]
