@@ -236,6 +236,13 @@ def test_a_database_that_is_down_is_one_line(tmp_path):
     done, _ = hook("prompt", prompt_payload("why is there no Redis for the ingest queue?"), env)
     assert (done.returncode, done.stdout) == (0, "")
     assert done.stderr.startswith("pgrecall hook prompt: nothing added: ") and done.stderr.count("\n") == 1
+    assert recorded(tmp_path / "home")[-1]["outcome"] == "error"
+
+
+def recorded(home: Path) -> list[dict]:
+    """The records of the one session a test ran hooks for."""
+    (session,) = (home / "injections").glob("*.jsonl")
+    return [json.loads(line) for line in session.read_text().splitlines()]
 
 
 @pytest.fixture
@@ -279,6 +286,7 @@ def test_a_database_that_never_answers_ends_within_the_deadline(silent_server, t
     done, seconds = hook(event, stdin, env, timeout=60)
     assert (done.returncode, done.stdout) == (0, "")
     assert done.stderr == f"pgrecall hook {event}: nothing added, the 3 s deadline passed\n"
+    assert recorded(tmp_path / "home")[-1]["outcome"] == "late"
     # Counted from the process's start as /proc tells it, in 10 ms ticks (its start and the uptime
     # both): up to 20 ms early by this test's clock. The slack above is for the interpreter's
     # exit and a busy machine.
@@ -412,3 +420,13 @@ def test_every_run_is_recorded_and_the_report_tells_what_was_used(env, home, tmp
 
     text = run_cli("report", env=env)
     assert text.returncode == 0 and text.stdout.startswith("overall\n") and "s-unused" in text.stdout
+    one = run_cli("report", "--session", "s-used", env=env)
+    assert f"prompt 1: id {injected['items'][0]['document_id']} Queue locking - used: tool" in one.stdout
+    assert "s-unused" not in one.stdout.split("per day")[0]
+    assert oct((home / "injections").stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_record_that_cannot_be_written_never_costs_the_prompt(env, home):
+    (home / "injections").write_text("a file where the folder would be", encoding="utf-8")
+    done, _ = hook("prompt", prompt_payload(QUESTION), env)
+    assert (done.returncode, done.stderr) == (0, "") and "advisory locks" in done.stdout

@@ -57,6 +57,10 @@ def test_the_terms_are_identifiers_and_long_words_not_in_the_prompt():
             ),
             "tool",
         ),
+        (
+            assistant("2026-11-22T08:00:05Z", tool={"name": "Read", "input": {"file_path": "notes/incident-e4711.md"}}),
+            "tool",
+        ),
         (assistant("2026-11-22T08:00:05Z", "Per incident-e4711.md the export timed out."), "named"),
         (assistant("2026-11-22T08:00:05Z", "The fix was in export_ledger_batch."), "reused"),
         (assistant("2026-11-22T08:00:05Z", "Reads were throttled, so backoff went exponential."), "reused"),
