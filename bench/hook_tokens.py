@@ -2,7 +2,7 @@
 this checkout's and another one's (`--before`, e.g. main's virtualenv), so a change of format is
 measured on what it changes and nothing else.
 
-    .venv/bin/python bench/hook_tokens.py --before /work/main/.venv/bin/pgrecall [--notes examples/notes] [--json]
+    .venv/bin/python bench/hook_tokens.py --before OLD/.venv/bin/pgrecall [--notes examples/notes] [--json]
 
 A home of its own indexes a copy of the notes, plus what the issue found in a real vault (three daily
 notes that only link to [[Incident E-4711]]) and two memories (one with `project: apollo`). Each
