@@ -246,8 +246,9 @@ def repeats(title: str, text: str) -> bool:
 
 def shown_path(path: str, cwd: str | None) -> str:
     """A file's path as the assistant opens it: relative to its cwd when inside it, else absolute."""
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1 :]
+    folder = (cwd or "").rstrip("/")
+    if folder and path.startswith(folder + "/"):
+        return path[len(folder) + 1 :]
     return path
 
 

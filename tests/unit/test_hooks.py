@@ -146,6 +146,12 @@ def test_a_path_is_shown_only_for_a_file_to_open_relative_to_the_cwd_when_inside
     assert entry.splitlines()[0] == line
 
 
+def test_a_path_stays_absolute_for_a_session_started_at_the_root():
+    assert hooks.shown_path("/notes/a.md", "/") == "/notes/a.md"
+    assert hooks.shown_path("/notes/a.md", None) == "/notes/a.md"
+    assert hooks.shown_path("/notes/a.md", "/notes/") == "a.md"
+
+
 def link_note(document_id: int, text: str, **fields) -> hooks.Passage:
     return passage(
         document_id, 0.6, title=None, path=f"/notes/daily/{document_id}.md", text=text, snippet=text, **fields
