@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
-from pgrecall.api import web, web_memories
+from pgrecall.api import injection_routes, web, web_memories
 from pgrecall.api.search import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
@@ -631,12 +631,14 @@ def create_app(
     status: Callable[[], dict[str, Any]] | None = None,
     listen_host: str | None = None,
     editor_command: tuple[str, ...] | None = None,
+    injections: Path | None = None,
 ) -> FastAPI:
     """The app, with the web page (pgrecall.api.web) at /: `status` gives its status page what
     `pgrecall status` reports, `listen_host` joins its Host allow-list. `memories`: the memory client, or a Startup that builds it on the first write (built
     by the caller: this module never imports the write path); None, or `read_only`, refuses writes
     with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client.
-    `editor_command`: the document page's "Open in editor" (pgrecall.api.editor.parse_command)."""
+    `editor_command`: the document page's "Open in editor" (pgrecall.api.editor.parse_command).
+    `injections`: the hooks' records (pgrecall.injection_ledger) that GET /report reads."""
     app = FastAPI(
         title="pgrecall",
         version="1",
@@ -649,11 +651,15 @@ def create_app(
     # The pages first: /documents/{id} and /memories answer a browser's navigation with HTML.
     hosts = web.allowed_hosts(listen_host, token)
     memory_pages = web_memories.router(memories, read_only, memory_folder, web.page_context(read_only, memory_folder))
-    web.mount(app, searcher, token, read_only, memory_folder, status, hosts, [memory_pages], editor_command)
+    report_page = injection_routes.page_router(injections, web.page_context(read_only, memory_folder))
+    web.mount(
+        app, searcher, token, read_only, memory_folder, status, hosts, [memory_pages, report_page], editor_command
+    )
     guard = [Depends(bearer_guard(token))]
     app.include_router(search_router(searcher), dependencies=guard)
     app.include_router(health_router(searcher), dependencies=guard)
     app.include_router(memory_router(memories, read_only, memory_folder), dependencies=guard)
+    app.include_router(injection_routes.json_router(injections), dependencies=guard)
     return app
 
 
@@ -693,12 +699,13 @@ def serve(
     memory_folder: Path | None = None,
     status: Callable[[], dict[str, Any]] | None = None,
     editor_command: tuple[str, ...] | None = None,
+    injections: Path | None = None,
 ) -> None:
     import uvicorn
 
     check_binding(host, token)
     app = create_app(
-        searcher, token if token else None, memories, read_only, memory_folder, status, host, editor_command
+        searcher, token if token else None, memories, read_only, memory_folder, status, host, editor_command, injections
     )
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again
     # under the handler it found; this one turns that into a clean exit 0,

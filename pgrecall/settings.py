@@ -306,6 +306,14 @@ SETTINGS: tuple[Setting, ...] = (
         real=True,
     ),
     Setting(
+        "hook_inject",
+        "PGRECALL_HOOK_INJECT",
+        "the Claude Code hooks add what pgrecall knows; off: they add nothing (a project: a .pgrecall-off "
+        "file; a session: the prompt /pgrecall-off)",
+        default=True,
+        flag=True,
+    ),
+    Setting(
         "hook_deadline",
         "PGRECALL_HOOK_DEADLINE",
         "seconds after which a hook gives up and adds nothing (counted from the process's start)",
@@ -387,6 +395,7 @@ class Settings:
     hook_prompt_tokens: int
     hook_session_tokens: int
     hook_min_score: float
+    hook_inject: bool
     hook_deadline: float
     warm_socket: str | None
     editor_command: str | None

@@ -48,6 +48,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "setup": ("setup",),
     "evaluate": ("eval",),
     "hook": ("hook",),
+    "report": ("report",),
 }
 SERVICE_COMMANDS = ("serve", "watch", "worker")  # they log their progress at INFO
 

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from pgrecall import hooks
+from pgrecall import hooks, injection_ledger
 from pgrecall.cli.common import command
 from pgrecall.settings import Settings
 
@@ -121,7 +121,13 @@ class Recall:
         from pgrecall import queries
         from pgrecall.memory_notes import folder_of
 
-        params = {"memory_root": str(folder_of(settings)), "cwd": cwd, "session_id": session_id, "limit": limit}
+        params = {
+            "memory_root": str(folder_of(settings)),
+            "cwd": cwd,
+            "project_names": project_names(cwd),
+            "session_id": session_id,
+            "limit": limit,
+        }
         with (
             self.searcher.pool.connection() as conn,
             conn.transaction(),
@@ -140,6 +146,17 @@ class Recall:
             )
             for row in rows
         ]
+
+
+def project_names(cwd: str | None) -> list[str]:
+    """The names a note's front matter may give the cwd's project (`project: apollo` for a session
+    in ~/code/apollo or below it): the name of its folder (its git top-level, else the cwd)."""
+    from pgrecall.projects import project_of
+
+    if not cwd or not cwd.startswith("/"):
+        return []
+    name = project_of(cwd).rstrip("/").rsplit("/", 1)[-1]
+    return [name] if name else []
 
 
 def prompt_request(prompt: str, k: int = PROMPT_K, project: str | None = None):
@@ -163,6 +180,9 @@ def passages_of(hits: list, query: str) -> list[hooks.Passage]:
             memory_id=hooks.memory_id_of(hit.metadata),
             similarity=hit.similarity if hit.similarity is not None else -1.0,
             exact=hooks.names_identifier(f"{hit.title or ''}\n{hit.heading}\n{hit.text}", identifiers),
+            kind=hit.kind,
+            when=hit.occurred_at or hit.modified,
+            text=hit.text,
         )
         for hit in hits
     ]
@@ -207,18 +227,108 @@ def recent_documents(payload: hooks.HookInput, settings: Settings) -> list[hooks
 # --- the commands ------------------------------------------------------------------------------
 
 
-def prompt_output(stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing) -> str:
+def _off(payload: hooks.HookInput, settings: Settings) -> bool:
+    folder = injection_ledger.folder_of(settings.home)
+    return (
+        not settings.hook_inject
+        or injection_ledger.project_off(payload.cwd)
+        or injection_ledger.session_off(folder, payload.session_id)
+    )
+
+
+def record(
+    settings: Settings, payload: hooks.HookInput, outcome: str, text: str = "", items: list | None = None
+) -> None:
+    """The run in the session's ledger (pgrecall.injection_ledger); a run without a session id, or a
+    ledger that cannot be written, leaves no record and never fails the hook."""
+    from pgrecall.projects import project_of
+
+    if not payload.session_id:
+        return
+    folder = injection_ledger.folder_of(settings.home)
+    entry: dict[str, Any] = {
+        "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+        "event": "prompt" if payload.event == hooks.PROMPT else "session-start",
+        "session_id": payload.session_id,
+        "cwd": payload.cwd,
+        "project": project_of(payload.cwd) if payload.cwd else None,
+        "transcript_path": payload.transcript_path,
+        "outcome": outcome,
+        "tokens": hooks.estimate_tokens(text),
+        "seconds": round(seconds_since_start(), 3),
+        "items": items or [],
+    }
+    with contextlib.suppress(OSError, ValueError):
+        if payload.event == hooks.PROMPT:
+            entry["prompt"] = injection_ledger.prompt_count(folder, payload.session_id) + 1
+        injection_ledger.append(folder, entry)
+
+
+def item_record(passage: hooks.Passage, shown_text: str, prompt: str) -> dict[str, Any]:
+    from pgrecall.injection_use import distinctive_terms
+
+    return {
+        "document_id": passage.document_id,
+        "memory_id": passage.memory_id,
+        "title": passage.title,
+        "path": passage.path,
+        "kind": passage.kind,
+        "terms": distinctive_terms(f"{passage.title or ''}\n{shown_text}", prompt),
+    }
+
+
+def prompt_output(
+    stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing, seen: dict | None = None
+) -> str:
     payload = hooks.parse_payload(stdin, hooks.PROMPT)
-    if not hooks.worth_searching(payload.prompt or ""):
+    if seen is not None:
+        seen["payload"] = payload
+    prompt = payload.prompt or ""
+    switch = hooks.switch_of(prompt)
+    if switch is not None and payload.session_id:
+        injection_ledger.switch_session(injection_ledger.folder_of(settings.home), payload.session_id, on=switch)
+        record(settings, payload, "switched on" if switch else "switched off")
+        return ""
+    if _off(payload, settings):
+        record(settings, payload, "off")
+        return ""
+    if not hooks.worth_searching(prompt):
+        record(settings, payload, "skipped")
         return ""
     passages = hooks.relevant(search_passages(payload, settings, start_logging), settings.hook_min_score)
-    return hooks.prompt_context(passages, settings.hook_prompt_tokens)
+    text = hooks.prompt_context(passages, settings.hook_prompt_tokens, payload.cwd)
+    shown = hooks.shown_items(passages, settings.hook_prompt_tokens, payload.cwd)
+    items = [item_record(item.first, " ".join(item.snippets), prompt) for item in shown]
+    record(settings, payload, "injected" if text else "nothing", text, items)
+    return text
 
 
-def session_start_output(stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing) -> str:
+def session_start_output(
+    stdin: str, settings: Settings, start_logging: Callable[[], None] = _nothing, seen: dict | None = None
+) -> str:
     payload = hooks.parse_payload(stdin, hooks.SESSION_START)
+    if seen is not None:
+        seen["payload"] = payload
+    if _off(payload, settings):
+        record(settings, payload, "off")
+        return ""
     start_logging()
-    return hooks.briefing(recent_documents(payload, settings), settings.hook_session_tokens, payload.cwd)
+    recent = recent_documents(payload, settings)
+    text = hooks.briefing(recent, settings.hook_session_tokens, payload.cwd)
+    items = [
+        {
+            "document_id": item.document_id,
+            "memory_id": item.memory_id,
+            "title": item.title,
+            "path": item.path,
+            "kind": item.kind,
+            "terms": [],  # a briefing's use is told by a tool call or a name, not by its words
+        }
+        for item in recent
+        if f"(id {item.document_id})" in text
+    ]
+    record(settings, payload, "injected" if text else "nothing", text, items)
+    return text
 
 
 def seconds_since_start() -> float:
@@ -242,9 +352,9 @@ def _leave(line: str) -> None:
         os._exit(0)
 
 
-def within_deadline(name: str, work: Callable[[], str], deadline: float) -> int:
+def within_deadline(name: str, work: Callable[[], str], deadline: float, late: Callable[[], None] = _nothing) -> int:
     """Run `work` in a daemon thread; print what it returns if it ends in time (counted from
-    the process's start), else leave. Always 0: a hook must never fail the prompt."""
+    the process's start), else call `late` and leave. Always 0: a hook must never fail the prompt."""
     from pgrecall.errors import reason
 
     outcome: dict[str, Any] = {}
@@ -259,6 +369,8 @@ def within_deadline(name: str, work: Callable[[], str], deadline: float) -> int:
     thread.start()
     thread.join(max(0.0, deadline - seconds_since_start()))
     if thread.is_alive():
+        with contextlib.suppress(Exception):
+            late()
         _leave(f"pgrecall hook {name}: nothing added, the {deadline:g} s deadline passed")
     if "error" in outcome:
         print(f"pgrecall hook {name}: nothing added: {reason(outcome['error'])}", file=sys.stderr)
@@ -273,12 +385,22 @@ def within_deadline(name: str, work: Callable[[], str], deadline: float) -> int:
 
 def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
     work = prompt_output if args.event == "prompt" else session_start_output
+    seen: dict[str, hooks.HookInput] = {}
 
     def read_and_answer() -> str:
         stdin = sys.stdin.buffer.read().decode("utf-8", "replace")
-        return work(stdin, settings, args.start_logging)
+        try:
+            return work(stdin, settings, args.start_logging, seen)
+        except BaseException:
+            if "payload" in seen:
+                record(settings, seen["payload"], "error")
+            raise
 
-    within_deadline(args.event, read_and_answer, settings.hook_deadline)
+    def late() -> None:
+        if "payload" in seen:
+            record(settings, seen["payload"], "late")
+
+    within_deadline(args.event, read_and_answer, settings.hook_deadline, late)
     # Out without the interpreter's teardown: the work closed what it opened, a thread may still
     # be loading the model (the answer came from an error first), and the teardown of
     # onnxruntime, numpy and the pool costs time on every prompt.

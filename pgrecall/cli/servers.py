@@ -114,6 +114,7 @@ def status_reader(settings: Settings, index: Searcher, read_only: bool) -> Calla
 
 def run_api(args: argparse.Namespace, settings: Settings, listening: socket.socket | None = None) -> int:
     """`listening`: the socket bound to args.host and args.port, if the caller bound it already."""
+    from pgrecall import injection_ledger
     from pgrecall.api import editor, http
     from pgrecall.memory_notes import folder_of
 
@@ -132,6 +133,7 @@ def run_api(args: argparse.Namespace, settings: Settings, listening: socket.sock
                 memory_folder=folder_of(settings),
                 status=status_reader(settings, index, args.read_only),
                 editor_command=editor_command,
+                injections=injection_ledger.folder_of(settings.home),
             )
         finally:
             index.close()

@@ -5,7 +5,8 @@
 -- sessions (not a subagent's, not the one starting), newest first by the file's modification time
 -- (a memory's write sets it; a session's file changes with its last message). Where a document
 -- names its project (front matter, or the session's cwd), only those of the hook's cwd, or of a
--- folder it is in, are listed.
+-- folder it is in, or whose project is a name the cwd's project goes by (project: apollo for a
+-- cwd in ~/code/apollo), are listed.
 (
     SELECT d.id AS document_id, 'memory' AS kind, d.source_root, d.path, d.title, d.metadata,
            d.mtime, coalesce(first.text, '') AS text
@@ -19,7 +20,8 @@
       AND d.metadata ? 'id'
       AND (d.metadata ->> 'project' IS NULL
            OR %(cwd)s::text = d.metadata ->> 'project'
-           OR starts_with(%(cwd)s::text, (d.metadata ->> 'project') || '/'))
+           OR starts_with(%(cwd)s::text, (d.metadata ->> 'project') || '/')
+           OR d.metadata ->> 'project' = ANY(%(project_names)s::text[]))
     ORDER BY d.mtime DESC NULLS LAST, d.id DESC
     LIMIT %(limit)s
 )
@@ -34,7 +36,8 @@ UNION ALL
       AND (%(session_id)s::text IS NULL OR d.metadata ->> 'session_id' IS DISTINCT FROM %(session_id)s::text)
       AND (d.metadata ->> 'project' IS NULL
            OR %(cwd)s::text = d.metadata ->> 'project'
-           OR starts_with(%(cwd)s::text, (d.metadata ->> 'project') || '/'))
+           OR starts_with(%(cwd)s::text, (d.metadata ->> 'project') || '/')
+           OR d.metadata ->> 'project' = ANY(%(project_names)s::text[]))
     ORDER BY d.mtime DESC NULLS LAST, d.id DESC
     LIMIT %(limit)s
 )

@@ -9,10 +9,12 @@ answered each request): a name alone in ROUTES satisfies nothing.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +22,11 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Mount, Route
 
+from pgrecall import injection_ledger
 from pgrecall.api.editor import parse_command
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
+from pgrecall.api.web import PageRoute
 from pgrecall.cli.servers import status_reader
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
@@ -40,7 +44,7 @@ def route_key(route: Any) -> str:
     if isinstance(route, Mount):
         return f"GET {route.path}"
     (method,) = sorted(set(route.methods) - {"HEAD"})
-    page = getattr(route.endpoint, "__module__", "") in PAGE_MODULES
+    page = getattr(route.endpoint, "__module__", "") in PAGE_MODULES or isinstance(route, PageRoute)
     return f"{method} {route.path}" + (" (page)" if page else "")
 
 
@@ -138,6 +142,17 @@ def open_in_editor(site: Site) -> None:
 
 def status_page(site: Site) -> None:
     assert "notes" in html_ok(site.client.get("/status", headers=HTML))
+
+
+def injection_report(site: Site) -> None:
+    found = json_ok(site.client.get("/report"))
+    assert (found["overall"]["injections"], found["overall"]["used"]) == (1, 1), found["overall"]
+    assert found["sessions"][0]["session_id"] == "s-route"
+
+
+def report_page(site: Site) -> None:
+    page = html_ok(site.client.get("/report", headers=HTML))
+    assert "s-route" in page and "1 of 1 (100 %)" in page
 
 
 def login_page(site: Site) -> None:
@@ -262,10 +277,12 @@ ROUTES: dict[str, Callable[[Site], None]] = {
     "GET /recent": recent,
     "GET /documents/{document_id}": document,
     "GET /health": health,
+    "GET /report": injection_report,
     "GET / (page)": search_page,
     "GET /documents/{document_id} (page)": document_page,
     "POST /documents/{document_id}/open (page)": open_in_editor,
     "GET /status (page)": status_page,
+    "GET /report (page)": report_page,
     "GET /login (page)": login_page,
     "POST /login (page)": login,
     "POST /memories": remember,
@@ -285,6 +302,19 @@ ROUTES: dict[str, Callable[[Site], None]] = {
 }
 
 
+def hook_records(tmp_path) -> Path:
+    """A hook's record of one injected item, and its session's transcript, where the assistant opened it."""
+    folder, transcript = tmp_path / "injections", tmp_path / "s-route.jsonl"
+    call = {"type": "tool_use", "id": "toolu_1", "name": "mcp__pgrecall__get_document", "input": {"id_or_path": "7"}}
+    line = {"type": "assistant", "timestamp": "2026-11-22T08:00:09Z", "message": {"content": [call]}}
+    transcript.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    item = {"document_id": 7, "memory_id": None, "title": "E-4711", "path": "/n/e4711.md", "terms": []}
+    record = {"at": "2026-11-22T08:00:01+00:00", "event": "prompt", "session_id": "s-route", "prompt": 1}
+    record |= {"transcript_path": str(transcript), "outcome": "injected", "tokens": 90, "seconds": 0.2}
+    injection_ledger.append(folder, {**record, "cwd": "/src/app", "items": [item]})
+    return folder
+
+
 @pytest.fixture
 def app(index, searcher, memories, memory_folder, db_url, tmp_path):
     index(write_notes(tmp_path / "notes", ERROR_CODE_NOTES))
@@ -296,6 +326,7 @@ def app(index, searcher, memories, memory_folder, db_url, tmp_path):
         memory_folder=memory_folder,
         status=status_reader(settings, searcher, read_only=False),
         editor_command=editor,
+        injections=hook_records(tmp_path),
     )
 
 

@@ -239,6 +239,12 @@ def hook(cli: Cli) -> None:
     assert "quokka" in briefed.stdout, briefed.stderr
 
 
+def report(cli: Cli) -> None:  # after hook: its session-start run (session "s") is recorded
+    found = cli.json("report")
+    assert found["overall"]["injections"] >= 1 and "s" in {s["session_id"] for s in found["sessions"]}
+    assert cli.run("report").stdout.startswith("overall\n")
+
+
 def api(cli: Cli) -> None:
     port = str(free_port())
     process = cli.start("api", "--port", port)
@@ -332,6 +338,7 @@ COMMANDS: dict[str, Callable[[Cli], None]] = {
     "memories export": memory_export,
     "memories import": memory_import,
     "hook": hook,
+    "report": report,
     "sources": sources,
     "sources add": sources_add,
     "sources list": sources_list,

@@ -79,6 +79,7 @@ def test_each_variable_is_parsed(tmp_path):
         "PGRECALL_REDACT_SECRETS": "false",
         "PGRECALL_HOOK_MIN_SCORE": "-0.5",
         "PGRECALL_HOOK_DEADLINE": "2.5",
+        "PGRECALL_HOOK_INJECT": "off",
         "PGRECALL_MEMORY_DUPLICATE_SIMILARITY": "0.9",
         "PGRECALL_WARM_SOCKET": "off",
         "PGRECALL_LANGUAGES": "de,fr",
@@ -101,6 +102,7 @@ def test_each_variable_is_parsed(tmp_path):
     assert settings.session_tool_results == "on"
     assert settings.redact_secrets is False
     assert (settings.hook_min_score, settings.hook_deadline) == (-0.5, 2.5)
+    assert settings.hook_inject is False
     assert settings.memory_duplicate_similarity == 0.9
     assert settings.warm_socket == "off"
     assert settings.languages == "de,fr"
