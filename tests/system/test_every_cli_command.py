@@ -241,7 +241,7 @@ def hook(cli: Cli) -> None:
     briefed = cli.run("hook", "session-start", input=json.dumps(start), PGRECALL_HOOK_DEADLINE="120")
     assert "quokka" in briefed.stdout, briefed.stderr
     # A session that ends, in an archive source: kept at once, indexed by a pgrecall index of its own.
-    projects = cli.tmp_path / "claude-projects"
+    projects = cli.tmp_path / "claude-sessions-kept"
     (projects / "-work-quokka").mkdir(parents=True)
     transcript = projects / "-work-quokka" / "s1.jsonl"
     turn = {"type": "user", "sessionId": "s1", "cwd": PROJECT, "timestamp": "2026-12-07T10:00:00.000Z"}
