@@ -8,8 +8,11 @@ NOTES ?= examples/notes
 TORCH ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PY := $(VENV)/bin/python
+# Claude Code's CLI, which tests/system/test_claude_code_plugin.py installs from npm's cache
+# (`npm install --offline`) into a temporary folder: the `claude-code` target fills the cache.
+CLAUDE_CODE ?= @anthropic-ai/claude-code@2.1.337
 
-.PHONY: install browser run test test-fast test-integration test-system bench clean
+.PHONY: install browser claude-code run test test-fast test-integration test-system bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +37,20 @@ browser: install
 			|| echo "make: playwright unavailable; the browser tests will be skipped" >&2; \
 	fi
 
+# Claude Code's CLI in npm's cache (the package and this platform's binary), installed once into a
+# folder that is then deleted; without npm or the registry the plugin tests skip and say why.
+claude-code:
+	@if command -v npm >/dev/null 2>&1; then \
+		platform="$$(node -p 'process.platform + "-" + process.arch' 2>/dev/null)"; \
+		cached="$$(npm cache ls "$(CLAUDE_CODE)" "$(subst claude-code@,claude-code-$$platform@,$(CLAUDE_CODE))" 2>/dev/null | grep -c '\.tgz$$')"; \
+		if [ "$$cached" -lt 2 ]; then \
+			folder="$$(mktemp -d)"; \
+			timeout 600 npm install --no-save --no-audit --no-fund --prefix "$$folder" "$(CLAUDE_CODE)" >/dev/null 2>&1 \
+				|| echo "make: $(CLAUDE_CODE) unavailable; the Claude Code plugin tests will be skipped" >&2; \
+			rm -rf "$$folder"; \
+		fi; \
+	fi
+
 run: install
 	$(VENV)/bin/pgrecall index "$(NOTES)"
 	@echo
@@ -41,7 +58,7 @@ run: install
 	@echo "  $(VENV)/bin/pgrecall search \"how are results ranked\""
 	@echo "  $(VENV)/bin/pgrecall search E-4711 --json"
 
-test: install browser
+test: install browser claude-code
 	$(PY) -m pytest
 
 # The unit tier (no database, no model, no process) but its few slow tests; seconds.
@@ -51,7 +68,7 @@ test-fast: install
 test-integration: install
 	$(PY) -m pytest tests/integration
 
-test-system: install browser
+test-system: install browser claude-code
 	$(PY) -m pytest tests/system
 
 bench: install

@@ -28,7 +28,13 @@ from pgrecall.json_text import edited_text
 
 SERVER_NAME = "pgrecall"
 # Claude Code's hook event -> the `pgrecall hook` subcommand that answers it.
-HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "prompt",
+    # The session's transcript kept and indexed when it ends and before a compaction (pgrecall.kept_sessions).
+    "SessionEnd": "session-end",
+    "PreCompact": "pre-compact",
+}
 # Carried into the hooks' and the server's environment when set, so they open the same index.
 CARRIED_VARIABLES = ("PGRECALL_HOME", "PGRECALL_CONFIG")
 DEADLINE_VARIABLE = "PGRECALL_HOOK_DEADLINE"

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import functools
 import os
 import sys
 import threading
@@ -35,17 +36,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         commands,
         "hook",
         run,
-        help="Claude Code hooks: prompt (UserPromptSubmit), session-start (SessionStart)",
+        help="Claude Code hooks: prompt (UserPromptSubmit), session-start (SessionStart), "
+        "session-end (SessionEnd), pre-compact (PreCompact)",
         description="Read a Claude Code hook's JSON on stdin and print what the assistant should see:\n"
         "  prompt          the passages relevant to the prompt (PGRECALL_HOOK_MIN_SCORE), within\n"
         "                  PGRECALL_HOOK_PROMPT_TOKENS; nothing when none is\n"
         "  session-start   the recent memories and Claude Code sessions of the hook's cwd, within\n"
         "                  PGRECALL_HOOK_SESSION_TOKENS; nothing when there are none\n"
+        "  session-end     the session's transcript (transcript_path) copied into the archive of the\n"
+        "  pre-compact     archive source that holds it, then indexed through the queue (serve's\n"
+        "                  worker, else a pgrecall index of its own, detached); prints nothing\n"
         "Always exits 0 within PGRECALL_HOOK_DEADLINE seconds; an error is one line on stderr.",
         epilog='example: echo \'{"hook_event_name": "UserPromptSubmit", "cwd": "/src/app", '
         '"prompt": "why no Redis?"}\' | pgrecall hook prompt',
     )
-    hook.add_argument("event", choices=("prompt", "session-start"))
+    hook.add_argument("event", choices=("prompt", "session-start", "session-end", "pre-compact"))
     # Logging (structlog, rich: a third of a second) is set up only where the hook answers in-process.
     hook.set_defaults(lazy_logging=True)
 
@@ -352,9 +357,33 @@ def _leave(line: str) -> None:
         os._exit(0)
 
 
-def within_deadline(name: str, work: Callable[[], str], deadline: float, late: Callable[[], None] = _nothing) -> int:
+def kept_output(
+    stdin: str,
+    settings: Settings,
+    start_logging: Callable[[], None] = _nothing,
+    seen: dict[str, hooks.HookInput] | None = None,
+    *,
+    event: str,
+) -> str:
+    """session-end and pre-compact: the transcript kept and indexed (pgrecall.worker.kept_sessions); prints nothing."""
+    from pgrecall.worker import kept_sessions
+
+    payload = hooks.parse_payload(stdin, kept_sessions.EVENTS[event])
+    seconds_left = settings.hook_deadline - seconds_since_start() - 0.25  # the process's own exit
+    kept_sessions.keep_and_index(settings, payload.transcript_path, payload.event, seconds_left)
+    return ""
+
+
+def within_deadline(
+    name: str,
+    work: Callable[[], str],
+    deadline: float,
+    late: Callable[[], None] = _nothing,
+    failed: str = "nothing added",
+) -> int:
     """Run `work` in a daemon thread; print what it returns if it ends in time (counted from
-    the process's start), else call `late` and leave. Always 0: a hook must never fail the prompt."""
+    the process's start), else call `late` and leave. Always 0: a hook must never fail the prompt.
+    `failed` starts the one line of an error ("" where the error says it all)."""
     from pgrecall.errors import reason
 
     outcome: dict[str, Any] = {}
@@ -371,9 +400,9 @@ def within_deadline(name: str, work: Callable[[], str], deadline: float, late: C
     if thread.is_alive():
         with contextlib.suppress(Exception):
             late()
-        _leave(f"pgrecall hook {name}: nothing added, the {deadline:g} s deadline passed")
+        _leave(f"pgrecall hook {name}: {failed + ', ' if failed else ''}the {deadline:g} s deadline passed")
     if "error" in outcome:
-        print(f"pgrecall hook {name}: nothing added: {reason(outcome['error'])}", file=sys.stderr)
+        print(f"pgrecall hook {name}: {failed + ': ' if failed else ''}{reason(outcome['error'])}", file=sys.stderr)
         return 0
     text = outcome.get("text", "")
     if text:
@@ -384,7 +413,8 @@ def within_deadline(name: str, work: Callable[[], str], deadline: float, late: C
 
 
 def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
-    work = prompt_output if args.event == "prompt" else session_start_output
+    works = {"prompt": prompt_output, "session-start": session_start_output}
+    work = works.get(args.event) or functools.partial(kept_output, event=args.event)
     seen: dict[str, hooks.HookInput] = {}
 
     def read_and_answer() -> str:
@@ -400,7 +430,8 @@ def run(args: argparse.Namespace, settings: Settings) -> NoReturn:
         if "payload" in seen:
             record(settings, seen["payload"], "late")
 
-    within_deadline(args.event, read_and_answer, settings.hook_deadline, late)
+    failed = "nothing added" if args.event in works else ""  # kept_sessions' errors say what was kept
+    within_deadline(args.event, read_and_answer, settings.hook_deadline, late, failed)
     # Out without the interpreter's teardown: the work closed what it opened, a thread may still
     # be loading the model (the answer came from an error first), and the teardown of
     # onnxruntime, numpy and the pool costs time on every prompt.

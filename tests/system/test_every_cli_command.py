@@ -222,6 +222,9 @@ def setup(cli: Cli) -> None:
     home = cli.tmp_path / "user"
     diff = cli.run("setup", "claude-code", "--dry-run", "--home-dir", str(home)).stdout
     assert "pgrecall" in diff and "hook" in diff and not (home / ".claude").exists()
+    planned = cli.run("setup", "claude-code", "--plugin", "--dry-run", "--home-dir", str(home)).stdout
+    assert "plugins/pgrecall/hooks/hooks.json" in planned and "claude plugin marketplace add" in planned
+    assert not (home / ".claude").exists() and not (cli.tmp_path / "home" / "claude-code-marketplace").exists()
 
 
 def evaluate(cli: Cli) -> None:
@@ -237,6 +240,20 @@ def hook(cli: Cli) -> None:
     start = {"hook_event_name": "SessionStart", "cwd": PROJECT, "source": "startup", "session_id": "s"}
     briefed = cli.run("hook", "session-start", input=json.dumps(start), PGRECALL_HOOK_DEADLINE="120")
     assert "quokka" in briefed.stdout, briefed.stderr
+    # A session that ends, in an archive source: kept at once, indexed by a pgrecall index of its own.
+    projects = cli.tmp_path / "claude-sessions-kept"
+    (projects / "-work-quokka").mkdir(parents=True)
+    transcript = projects / "-work-quokka" / "s1.jsonl"
+    turn = {"type": "user", "sessionId": "s1", "cwd": PROJECT, "timestamp": "2026-12-07T10:00:00.000Z"}
+    transcript.write_text(json.dumps({**turn, "message": {"role": "user", "content": "Ship the quokka."}}) + "\n")
+    config = cli.tmp_path / "hook-config.toml"
+    config.write_text(f'[[roots]]\nname = "claude-code"\npath = "{projects}"\narchive = true\n')
+    end = {"hook_event_name": "SessionEnd", "session_id": "s1", "transcript_path": str(transcript), "reason": "exit"}
+    ended = cli.run("hook", "session-end", input=json.dumps(end), PGRECALL_CONFIG=str(config))
+    assert (ended.stdout, ended.stderr) == ("", "")
+    assert (cli.tmp_path / "home" / "archive" / "claude-code" / "-work-quokka" / "s1.jsonl").is_file()
+    log = cli.tmp_path / "home" / "kept-sessions.log"
+    wait_for(lambda: log.is_file() and '"indexed": 1' in log.read_text(), 300, message="the session indexed")
 
 
 def report(cli: Cli) -> None:  # after hook: its session-start run (session "s") is recorded

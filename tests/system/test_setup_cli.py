@@ -185,7 +185,7 @@ def test_missing_files_and_folders_are_created(tmp_path):
     assert f"created {home / '.claude' / 'settings.json'}" in output
     settings = loaded(home / ".claude" / "settings.json")
     assert list(settings) == ["hooks"]
-    assert list(settings["hooks"]) == ["SessionStart", "UserPromptSubmit"]
+    assert list(settings["hooks"]) == ["SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact"]
     assert list(loaded(home / ".claude.json")) == ["mcpServers"]
     assert not [name for name in files_in(home) if "backup" in name]
 
@@ -336,6 +336,60 @@ def test_the_users_one_line_arrays_and_objects_stay_as_written(home):
     written = settings_file.read_text()
     for line in HAND_WRITTEN.splitlines()[1:4] + ['  "model": "opus"']:
         assert line + "\n" in written, line
-    assert set(loaded(settings_file)["hooks"]) == {"PreToolUse", "UserPromptSubmit", "SessionStart"}
+    assert set(loaded(settings_file)["hooks"]) == {
+        "PreToolUse",
+        "UserPromptSubmit",
+        "SessionStart",
+        "SessionEnd",
+        "PreCompact",
+    }
     ok(setup(home, "claude-code", "--remove"))
     assert settings_file.read_text() == HAND_WRITTEN
+
+
+def test_sessions_are_kept_once_claude_codes_folder_is_an_archive_source(home, tmp_path):
+    env = dict(os.environ, PGRECALL_CONFIG=str(tmp_path / "config.toml"))
+    hint = "sessions are kept when they end once Claude Code's folder is a source: pgrecall sources add claude-code"
+    assert hint in ok(setup(home, "claude-code", env=env)).splitlines()
+    settings = loaded(home / ".claude" / "settings.json")
+    [ended], [compacted] = settings["hooks"]["SessionEnd"], settings["hooks"]["PreCompact"]
+    assert shlex.split(ended["hooks"][0]["command"])[-2:] == ["hook", "session-end"]
+    assert shlex.split(compacted["hooks"][0]["command"])[-2:] == ["hook", "pre-compact"]
+    (home / ".claude" / "projects").mkdir()
+    added = run_cli("sources", "add", "claude-code", "--path", str(home / ".claude" / "projects"), env=env)
+    assert added.returncode == 0, added.stderr
+    assert hint not in ok(setup(home, "claude-code", env=env))
+
+
+def test_the_plugin_route_replaces_the_settings_entries_and_says_how_to_register_without_claude(home, tmp_path):
+    before = files_in(home)
+    env = dict(os.environ, PATH="/usr/bin:/bin")  # no claude on it
+    ok(setup(home, "claude-code", env=env))
+    output = ok(setup(home, "claude-code", "--plugin", env=env))
+    marketplace = tmp_path / "home" / "claude-code-marketplace"  # PGRECALL_HOME/claude-code-marketplace
+    assert f"wrote 7 files of the plugin in {marketplace}" in output
+    assert (
+        f"claude is not on PATH: register the marketplace with `claude plugin marketplace add {marketplace}`" in output
+    )
+    assert "install the plugin with `claude plugin install pgrecall@pgrecall`" in output
+    # The settings route's entries are gone: nothing runs twice.
+    assert {name: data for name, data in files_in(home).items() if ".pgrecall-backup-" not in name} == before
+
+    hooks = loaded(marketplace / "plugins" / "pgrecall" / "hooks" / "hooks.json")["hooks"]
+    words = shlex.split(hooks["SessionEnd"][0]["hooks"][0]["command"])
+    assert words[0] == f"PGRECALL_HOME={tmp_path / 'home'}" and os.path.isabs(words[1])
+    assert words[-2:] == ["hook", "session-end"]
+    server = loaded(marketplace / "plugins" / "pgrecall" / ".mcp.json")["mcpServers"]["pgrecall"]
+    assert server["command"] == words[1] and server["args"][-1] == "mcp"
+
+    again = ok(setup(home, "claude-code", "--plugin", env=env))
+    assert f"{marketplace}: no change" in again and again.splitlines()[-1].endswith("nothing changed")
+    removed = ok(setup(home, "claude-code", "--remove", env=env))
+    assert "claude is not on PATH: if the plugin is installed, remove it with" in removed
+    assert marketplace.is_dir()  # kept while Claude Code may still read it
+
+
+def test_plugin_is_for_claude_code_only(tmp_path):
+    done = setup(tmp_path, "claude-desktop", "--plugin")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "--plugin is for claude-code" in done.stderr

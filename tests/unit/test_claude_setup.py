@@ -95,6 +95,8 @@ def test_hooks_are_added_beside_the_users_own_and_everything_else_is_kept_in_ord
         "PreToolUse": [],
         "UserPromptSubmit": [f"PGRECALL_HOME='/home/ada/pgrecall data' {PGRECALL} hook prompt"],
         "SessionStart": [f"PGRECALL_HOME='/home/ada/pgrecall data' {PGRECALL} hook session-start"],
+        "SessionEnd": [f"PGRECALL_HOME='/home/ada/pgrecall data' {PGRECALL} hook session-end"],
+        "PreCompact": [f"PGRECALL_HOME='/home/ada/pgrecall data' {PGRECALL} hook pre-compact"],
     }
     # The user's prompt hook runs first, as before; pgrecall's is a matcher group of its own.
     assert result["hooks"]["UserPromptSubmit"] == [
@@ -116,7 +118,7 @@ def test_hook_entries_are_claude_codes_command_hooks_with_a_timeout_in_seconds()
         "command": f"PGRECALL_HOME='/home/ada/pgrecall data' {PGRECALL} hook session-start",
         "timeout": 5,
     }
-    assert set(WANTED) == {"SessionStart", "UserPromptSubmit"}
+    assert set(WANTED) == {"SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact"}
 
 
 def test_adding_twice_is_adding_once():
@@ -181,6 +183,8 @@ def test_removing_takes_only_pgrecalls_entries_out():
         ("'/home/ada/my tools/bin/pgrecall' -v hook prompt", "prompt"),
         ("/usr/bin/python3.11 -m pgrecall.cli hook session-start", "session-start"),
         ("python -m pgrecall hook prompt", "prompt"),
+        ("/opt/v/bin/pgrecall hook session-end", "session-end"),
+        ("pgrecall hook pre-compact", "pre-compact"),
         ("pgrecall search 'hook prompt'", None),
         ("pgrecall hook stop", None),
         ("echo pgrecall hook prompt", None),
