@@ -299,7 +299,7 @@ SETTINGS: tuple[Setting, ...] = (
         "PGRECALL_HOOK_MIN_SCORE",
         "`pgrecall hook prompt` adds only passages whose cosine similarity with the prompt is at least this, "
         "or that hold an identifier the prompt names (chosen on SciFact: bench/hook_threshold.py); "
-        "multilingual-e5-small's own default is 0.0",
+        "multilingual-e5-small's own default is 0.86",
         default=0.47,
         minimum=-1,
         maximum=1,
@@ -410,7 +410,7 @@ class Settings:
 # through. A model named here takes its own unless the variable is set. Chosen the same way as the
 # bundled model's: bench/hook_threshold.py and bench/duplicate_threshold.py run with the model.
 MODEL_THRESHOLDS: dict[str, dict[str, float]] = {
-    "multilingual-e5-small": {"hook_min_score": 0.0, "memory_duplicate_similarity": 0.9},
+    "multilingual-e5-small": {"hook_min_score": 0.86, "memory_duplicate_similarity": 0.9},
 }
 
 
