@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 # (`npm install --offline`) into a temporary folder: the `claude-code` target fills the cache.
 CLAUDE_CODE ?= @anthropic-ai/claude-code@2.1.337
 
-.PHONY: install browser claude-code run test test-fast test-integration test-system bench clean
+.PHONY: install browser claude-code lint run test test-fast test-integration test-system bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,13 @@ run: install
 	@echo "  $(VENV)/bin/pgrecall search \"how are results ranked\""
 	@echo "  $(VENV)/bin/pgrecall search E-4711 --json"
 
-test: install browser claude-code
+test: install browser claude-code lint
 	$(PY) -m pytest
+
+# The linter and the formatter, as the tests' extra installs them: a lint error fails make test.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The unit tier (no database, no model, no process) but its few slow tests; seconds.
 test-fast: install

@@ -271,11 +271,15 @@ def write_model_folder(packed: PackedModel, folder: Path) -> None:
 
 # The languages the published card names (XLM-R's pre-training languages), without its "multilingual"
 # tag: the fusion trusts the vector arm in each (pgrecall.languages.model_card_languages).
+# fmt: off
 E5_LANGUAGES = (
-    "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha he hi hr hu hy "
-    "id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl no om or pa pl ps pt ro ru sa "
-    "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh"
-).split()
+    "af", "am", "ar", "as", "az", "be", "bg", "bn", "br", "bs", "ca", "cs", "cy", "da", "de", "el", "en", "eo", "es", "et",
+    "eu", "fa", "fi", "fr", "fy", "ga", "gd", "gl", "gu", "ha", "he", "hi", "hr", "hu", "hy", "id", "is", "it", "ja", "jv",
+    "ka", "kk", "km", "kn", "ko", "ku", "ky", "la", "lo", "lt", "lv", "mg", "mk", "ml", "mn", "mr", "ms", "my", "ne", "nl",
+    "no", "om", "or", "pa", "pl", "ps", "pt", "ro", "ru", "sa", "sd", "si", "sk", "sl", "so", "sq", "sr", "su", "sv", "sw",
+    "ta", "te", "th", "tl", "tr", "ug", "uk", "ur", "uz", "vi", "xh", "yi", "zh",
+)
+# fmt: on
 
 
 def model_card() -> str:

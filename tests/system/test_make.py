@@ -39,3 +39,13 @@ def test_the_browser_step_is_quiet_and_changes_nothing_when_both_are_there():
     done = make("browser")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""  # neither apt-get nor pip ran
+
+
+def test_make_test_lints_first_and_the_tree_is_lint_clean():
+    """Issue 41: ruff's linter and formatter run before the tests, so a lint error fails make test."""
+    planned = make("-n", "test")
+    assert planned.returncode == 0, planned.stderr
+    before_tests = planned.stdout.partition("-m pytest")[0]
+    assert "ruff check ." in before_tests and "ruff format --check ." in before_tests
+    linted = make("lint")
+    assert linted.returncode == 0, linted.stdout + linted.stderr
