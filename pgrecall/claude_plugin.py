@@ -4,7 +4,8 @@ A marketplace is a folder with `.claude-plugin/marketplace.json`, listing plugin
 it; `claude plugin marketplace add FOLDER` registers it and `claude plugin install
 pgrecall@pgrecall` installs the plugin from it. The plugin is a folder with
 `.claude-plugin/plugin.json`, `hooks/hooks.json` (the events of pgrecall.claude_setup.HOOK_EVENTS),
-`.mcp.json` (the MCP server) and skills (`skills/<name>/SKILL.md`, run as `/pgrecall:<name>`).
+`.mcp.json` (the MCP server), skills (`skills/<name>/SKILL.md`, run as `/pgrecall:<name>`) and the
+session's injection switch as commands (`commands/off.md`, `commands/on.md`: `/pgrecall:off`, `/pgrecall:on`).
 
 The commands are those of the settings-file route (pgrecall.claude_setup): `pgrecall setup
 claude-code --plugin` writes the marketplace with this pgrecall's absolute path and the variables
@@ -139,6 +140,20 @@ def mcp_file(argv: tuple[str, ...], env: Mapping[str, str]) -> dict:
     return {"mcpServers": {cs.SERVER_NAME: cs.mcp_server(argv, env, desktop=True)}}
 
 
+def session_commands() -> dict[str, str]:
+    """The session switch as the plugin's commands, `/pgrecall:off` and `/pgrecall:on`: the command
+    files of pgrecall/claude_commands (whose first line the prompt hook recognises), naming each other
+    as the plugin namespaces them."""
+    folder = Path(__file__).with_name("claude_commands")
+    return {
+        switch: (folder / f"pgrecall-{switch}.md")
+        .read_text(encoding="utf-8")
+        .replace("/pgrecall-on", "/pgrecall:on")
+        .replace("/pgrecall-off", "/pgrecall:off")
+        for switch in ("off", "on")
+    }
+
+
 def marketplace_files(
     argv: tuple[str, ...], env: Mapping[str, str], timeout: int, plugin_version: str
 ) -> dict[str, str]:
@@ -151,6 +166,7 @@ def marketplace_files(
         f"{plugin}/.mcp.json": _json(mcp_file(argv, env)),
         f"{plugin}/skills/recall/SKILL.md": RECALL_SKILL,
         f"{plugin}/skills/remember/SKILL.md": REMEMBER_SKILL,
+        **{f"{plugin}/commands/{name}.md": text for name, text in session_commands().items()},
         f"{plugin}/README.md": PLUGIN_README,
     }
 

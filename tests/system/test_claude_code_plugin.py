@@ -81,7 +81,8 @@ def test_the_plugin_installs_its_server_starts_and_a_session_is_kept_when_it_end
     assert installed["enabled"] and installed["readFromFolder"] == str(marketplace / "plugins" / "pgrecall")
     details = ok(run_claude(claude, home, "plugin", "details", "pgrecall@pgrecall"))
     assert "SessionStart, UserPromptSubmit, SessionEnd, PreCompact" in details
-    assert "Skills (2)  recall, remember" in details and "MCP servers (1)  pgrecall" in details
+    # The session switch's commands count as skills to Claude Code.
+    assert "Skills (4)  off, on, recall, remember" in details and "MCP servers (1)  pgrecall" in details
 
     # Claude Code starts the plugin's MCP server (pgrecall mcp, by the absolute path setup wrote)
     # in a folder the user trusts.

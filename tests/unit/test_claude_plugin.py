@@ -80,6 +80,18 @@ def test_each_skill_is_a_folder_with_a_skill_md_named_as_its_folder(name):
     assert "search_memory" in FILES[f"plugins/pgrecall/skills/{name}/SKILL.md"]
 
 
+@pytest.mark.parametrize("switch", ["off", "on"])
+def test_the_plugin_carries_the_session_switch_as_a_command_the_prompt_hook_recognises(switch):
+    from pgrecall import hooks
+
+    text = FILES[f"plugins/pgrecall/commands/{switch}.md"]
+    assert len(front_matter(text)["description"]) > 20
+    body = text.split("---", 2)[2].strip()
+    # Whether Claude Code hands the hook the command as typed (/pgrecall:off) or its text.
+    assert hooks.switch_of(f"/pgrecall:{switch}") == hooks.switch_of(body) == (switch == "on")
+    assert "/pgrecall-" not in text  # the plugin's commands are namespaced: /pgrecall:on, /pgrecall:off
+
+
 def test_every_file_is_inside_the_marketplace_and_the_manifests_in_claude_plugin():
     for relative in FILES:
         assert not relative.startswith(("/", "..")) and ".." not in relative.split("/")
