@@ -37,6 +37,8 @@ import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
+from pgrecall.projects import folder_name
+
 DEFAULT_K = 60
 DEFAULT_ALPHA = 0.5  # equal weights for the two arms: chosen by principle, not tuned
 ARMS = ("vector", "keyword")
@@ -293,12 +295,14 @@ def rerank(
     """The fused candidates, with the documents of `project` boosted (score * (1 + boost), see
     project_boost; documents of no project and of other projects keep their score), then ordered
     by score, evidence, newer first, and the fusion's own order. With no project the scores are
-    unchanged and only exact ties can move."""
+    unchanged and only exact ties can move. A project that is a path is also named by its folder's
+    name, as a note's front matter names it (`project: apollo` for ~/code/apollo)."""
     position = {item.id: at for at, item in enumerate(fused)}
+    names = {project, folder_name(project)} - {None} if project is not None else set()
 
     def boosted(item: Fused) -> Fused:
         fact = facts.get(item.id)
-        if project is None or fact is None or fact.project != project:
+        if fact is None or fact.project not in names:
             return item
         return item._replace(score=item.score * (1.0 + boost))
 

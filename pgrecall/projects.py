@@ -36,3 +36,11 @@ def project_of(path_or_name: str) -> str:
         return value
     path = Path(value).resolve()
     return str(git_top_level(path) or path)
+
+
+def folder_name(project: str) -> str | None:
+    """The name a note's front matter gives a project that is a path (`project: apollo` for
+    ~/code/apollo): its folder's name; None for a bare name."""
+    if not project.startswith("/"):
+        return None
+    return project.rstrip("/").rsplit("/", 1)[-1] or None

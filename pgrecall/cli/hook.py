@@ -156,11 +156,11 @@ class Recall:
 def project_names(cwd: str | None) -> list[str]:
     """The names a note's front matter may give the cwd's project (`project: apollo` for a session
     in ~/code/apollo or below it): the name of its folder (its git top-level, else the cwd)."""
-    from pgrecall.projects import project_of
+    from pgrecall.projects import folder_name, project_of
 
     if not cwd or not cwd.startswith("/"):
         return []
-    name = project_of(cwd).rstrip("/").rsplit("/", 1)[-1]
+    name = folder_name(project_of(cwd))
     return [name] if name else []
 
 

@@ -218,3 +218,15 @@ def test_migration_0020_fills_project_and_own_time_on_an_existing_index(empty_db
         "c.json#1": ("Apollo", datetime.datetime(2025, 3, 1, 11, tzinfo=UTC)),
         "n.txt": (None, mtime),
     }
+
+
+def test_a_note_naming_the_project_by_name_ranks_first_for_a_search_from_its_folder(index, searcher, tmp_path):
+    """Issue 42: `project: apollo` in front matter and a session started in /work/apollo are one project."""
+    notes = {
+        "named.md": _note("apollo", "# Incident report\n\nThe export job failed after storage throttled reads."),
+        "other.md": _note(B, "# Incident report\n\nThe export job failed after storage throttled reads."),
+    }
+    index(write_notes(tmp_path / "named", notes))
+    query = "why did the export job fail after storage throttled reads"
+    assert searcher.search(query, k=2, project=A)[0].path == "named.md"
+    assert searcher.search(query, k=2, project=B)[0].path == "other.md"

@@ -1,6 +1,6 @@
 import pytest
 
-from pgrecall.api.fuse import Facts, RankedList, convex_fusion, reciprocal_rank_fusion, rerank
+from pgrecall.api.fuse import Facts, Fused, RankedList, convex_fusion, reciprocal_rank_fusion, rerank
 
 
 def test_scores_are_sums_of_reciprocal_ranks():
@@ -252,3 +252,18 @@ def test_a_candidate_only_the_arm_that_cannot_judge_it_found_has_no_evidence():
     vector = RankedList("vector", ["a"], scores=[0.9])
     fused = convex_fusion([keyword, vector], vector_only={"a", "k"})
     assert {f.id: f.score for f in fused} == {"a": pytest.approx(1.0), "k": 0.0}
+
+
+def test_a_project_searched_from_by_path_boosts_the_documents_that_name_its_folder():
+    """Issue 42: a note whose front matter says `project: apollo` belongs to a session in ~/code/apollo."""
+    fused = [Fused("other", 1.0, {}), Fused("named", 0.95, {}), Fused("pathed", 0.95, {})]
+    facts = {
+        "other": Facts("/code/borealis", None),
+        "named": Facts("apollo", None),
+        "pathed": Facts("/code/apollo", None),
+    }
+    ranked = rerank(fused, facts, "/code/apollo", boost=0.1)
+    assert [f.id for f in ranked] == ["named", "pathed", "other"]
+    assert {f.id: f.score for f in ranked}["named"] == pytest.approx(0.95 * 1.1)
+    assert [f.id for f in rerank(fused, facts, "apollo", boost=0.1)] == ["named", "other", "pathed"]
+    assert [f.id for f in rerank(fused, facts, "/code/apollo-two", boost=0.1)] == ["other", "named", "pathed"]
