@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from pgrecall import claude_plugin
 from tests.support.cli import COMMAND, run_cli
 
 SETTINGS = {
@@ -367,7 +368,9 @@ def test_the_plugin_route_replaces_the_settings_entries_and_says_how_to_register
     ok(setup(home, "claude-code", env=env))
     output = ok(setup(home, "claude-code", "--plugin", env=env))
     marketplace = tmp_path / "home" / "claude-code-marketplace"  # PGRECALL_HOME/claude-code-marketplace
-    assert f"wrote 7 files of the plugin in {marketplace}" in output
+    written = sorted(str(path.relative_to(marketplace)) for path in marketplace.rglob("*") if path.is_file())
+    assert written == sorted(claude_plugin.repository_files())  # every file of the plugin, and no other
+    assert f"wrote {len(written)} files of the plugin in {marketplace}" in output
     assert (
         f"claude is not on PATH: register the marketplace with `claude plugin marketplace add {marketplace}`" in output
     )
