@@ -30,5 +30,7 @@ def recorded_status(error_stage: str | None) -> str:
 
 # Kinds whose rows have chunks: what a search's `kind` filter may name.
 SEARCHABLE = (MARKDOWN, TEXT, CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION, CLAUDE_PROJECT)
+# Conversations: their retrieval units are exchanges after their context (worker.adapters.conversation).
+CONVERSATIONS = (CLAUDE_CONVERSATION, CLAUDE_CODE_SESSION, CHATGPT_CONVERSATION)
 # Rows that are not documents of their own: `status` counts neither (the skipped ones apart).
 NOT_DOCUMENTS = (CLAUDE_EXPORT, CHATGPT_EXPORT, UNSUPPORTED)

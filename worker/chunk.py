@@ -34,7 +34,8 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 # every document is then read and chunked again (its vectors kept where its text is unchanged).
 # 2: a Markdown note of headings alone has a chunk, front matter that is not YAML is text.
 # 3: a conversation's units are exchanges after their context, each message dated and named (adapters.conversation).
-CHUNKER_VERSION = 3
+# 4: a unit's context is marked as a repeat (fresh_from); a message's date is written in words.
+CHUNKER_VERSION = 4
 
 
 def chunking_signature(chunk_tokens: int, redact_secrets: bool = True) -> str:
@@ -232,14 +233,21 @@ def chunk_sections(
         heading, heading_count = _truncate_heading(heading, heading_count, heading_tokens, count_tokens)
         budget = max_tokens - heading_count
         units: list[_Unit] = []
-        for block, tokens in zip(blocks, count_tokens(blocks), strict=True):
+        context_blocks = len(split_blocks(section.text[: section.context])) if section.context else 0
+        context_units = 0
+        for number, (block, tokens) in enumerate(zip(blocks, count_tokens(blocks), strict=True)):
+            if number == context_blocks:
+                context_units = len(units)
             if tokens <= budget and len(block) <= max_chars:
                 units.append(_Unit(block, tokens, "\n\n"))
             else:
                 first, *rest = _split_oversized(block, budget, overlap_tokens, max_chars, count_tokens)
                 units.append(dataclasses.replace(first, joiner="\n\n"))
                 units.extend(rest)
+        section_start = len(chunks)
         for text, tokens, fresh_from in _pack(units, budget, overlap_tokens, max_chars):
+            if len(chunks) == section_start and context_units:
+                fresh_from = _after_context(text, units, context_units)
             chunks.append(
                 Chunk(
                     ordinal=len(chunks),
@@ -279,6 +287,15 @@ def _pack(units: list[_Unit], budget: int, overlap: int, max_chars: int) -> list
     if current:
         packed.append((_join(current), total, _fresh_from(current, carried)))
     return packed
+
+
+def _after_context(text: str, units: list[_Unit], context_units: int) -> int:
+    """Where a section's first chunk leaves its context (its first `context_units` units): the
+    context repeats the section before, so it is marked like an overlap (Chunk.fresh_from)."""
+    context = _join(units[:context_units])
+    if context_units >= len(units) or len(text) <= len(context):
+        return len(text)
+    return len(context) + len(units[context_units].joiner)
 
 
 def _fresh_from(units: list[_Unit], carried: bool) -> int:

@@ -14,7 +14,8 @@ class Section:
     heading: str
     text: str
     # text[:context] repeats the end of the section before, as context (a conversation's
-    # message before an exchange): what it holds is counted once, in the section before.
+    # message before an exchange): its first chunk marks it as a repeat (Chunk.fresh_from), so a
+    # passage joining the two shows it once.
     context: int = 0
 
 
@@ -83,10 +84,12 @@ class Chunk:
         sees keyword_text, which leaves out the overlap.)"""
         return embedding_text(self.heading, self.text)
 
-    def keyword_text(self, with_heading: bool) -> str:
-        """What the keyword index counts: each word of a document once, so no overlap,
-        and the heading only where `with_heading` (the first chunk of its section)."""
-        fresh = self.text[self.fresh_from :]
+    def keyword_text(self, with_heading: bool, whole: bool = False) -> str:
+        """What the keyword index counts: each word of a document once, so no overlap, and the
+        heading only where `with_heading` (the first chunk of its section). `whole`: the repeat
+        too, for a conversation's unit, whose context is part of what it means, as for the model
+        (LoCoMo dev, within, budget@5: 0.480 with the context left out, 0.543 with it)."""
+        fresh = self.text if whole else self.text[self.fresh_from :]
         return f"{self.heading}\n\n{fresh}" if with_heading and self.heading else fresh
 
 

@@ -21,7 +21,7 @@ from pgvector import Vector
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
-from pgrecall import bm25, locks, queries
+from pgrecall import bm25, kinds, locks, queries
 from pgrecall.projects import project_of
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics
@@ -301,7 +301,7 @@ async def write_document(
         old = await keys.fetchall()
         # A document without chunks has no postings: nothing of it in the statistics yet.
         before = await _statistics_of(conn, [document_id]) if old else NO_STATISTICS
-        rows = _rows_to_write(chunks, vectors, language, space_id)
+        rows = _rows_to_write(chunks, vectors, language, space_id, whole=document.kind in kinds.CONVERSATIONS)
         kept = _unchanged_rows(old, rows, space_id)  # new ordinal -> the old row it keeps
         kept_ids = [row.id for row in kept.values()]
         new_rows = [row for row in rows if row.chunk.ordinal not in kept]
@@ -400,11 +400,13 @@ class ChunkKey:
     embedding_space_id: int | None
 
 
-def _rows_to_write(chunks: Sequence[Chunk], vectors: np.ndarray, config: str, space_id: int | None) -> list[RowToWrite]:
+def _rows_to_write(
+    chunks: Sequence[Chunk], vectors: np.ndarray, config: str, space_id: int | None, whole: bool = False
+) -> list[RowToWrite]:
     rows = []
     previous_heading = None
     for chunk, vector in zip(chunks, vectors, strict=True):
-        keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading)
+        keyword_text = chunk.keyword_text(with_heading=chunk.heading != previous_heading, whole=whole)
         rows.append(RowToWrite(chunk, vector, keyword_text, write_key(config, space_id, chunk, keyword_text, vector)))
         previous_heading = chunk.heading
     return rows

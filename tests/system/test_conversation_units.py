@@ -23,14 +23,14 @@ CASES = [
         "claude_conversation",
         "how often should I feed the rye sourdough starter in the fridge",
         ["Once a week in the fridge is enough"],
-        "[2025-04-11] User:",
+        "[11 April 2025] User:",
     ),
-    ("chatgpt_conversation", "how deep do carrot seeds go", ["About 1 cm deep"], "[2025-06-16] User:"),
+    ("chatgpt_conversation", "how deep do carrot seeds go", ["About 1 cm deep"], "[16 June 2025] User:"),
     (
         "claude_code_session",
         "why does autovacuum never run on the orders table",
         ["Claude:", "autovacuum_enabled=false"],
-        "[2026-06-15] User:",
+        "[15 June 2026] User:",
     ),
 ]
 

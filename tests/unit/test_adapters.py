@@ -162,9 +162,9 @@ def test_claude_export_yields_one_document_per_conversation():
     assert all(d.kind == kinds.CLAUDE_CONVERSATION for d in docs)
     # An exchange is one section: the question with its answer, each dated and named.
     assert [(s.heading, s.text) for s in docs[0].sections] == [
-        ("Vacuum tuning", "[2025-01-01] User: How do I tune autovacuum?\n\nClaude: Lower the scale factor.")
+        ("Vacuum tuning", "[1 January 2025] User: How do I tune autovacuum?\n\nClaude: Lower the scale factor.")
     ]
-    assert docs[1].sections[0].text == "[2025-01-01] User: Read this log"
+    assert docs[1].sections[0].text == "[1 January 2025] User: Read this log"
     assert docs[1].sections[1].heading == "Logs > attachment app.log"
     assert "E-4711" in docs[1].sections[1].text
     assert docs[0].metadata["conversation_uuid"] == "u1"
@@ -264,17 +264,17 @@ def test_claude_export_fields_of_the_wrong_type_are_ignored_not_fatal():
     ]
     docs = {d.path.split("#")[1]: d for d in adapters.parse("c.json", json.dumps(export).encode()).documents}
     assert docs["u1"].title == "Untitled conversation"
-    assert docs["u1"].sections[0].text == "[2025-01-01] User: Number names are ignored."
+    assert docs["u1"].sections[0].text == "[1 January 2025] User: Number names are ignored."
     assert docs["u2"].sections == []
-    assert [s.text for s in docs["u3"].sections] == ["[2025-01-01] User: see file"]
-    assert docs["u4"].sections[0].text == "[2025-01-01] User: A normal question"
+    assert [s.text for s in docs["u3"].sections] == ["[1 January 2025] User: see file"]
+    assert docs["u4"].sections[0].text == "[1 January 2025] User: A normal question"
 
 
 def test_claude_export_nul_and_lone_surrogates_are_removed():
     raw = json.dumps([_conversation("u1", "N\u0000ame", [_message("human", "before\u0000after \ud800 end")])])
     (doc,) = adapters.parse("c.json", raw.encode()).documents
     assert doc.title == "Name"
-    assert doc.sections[0].text == "[2025-01-01] User: beforeafter \ufffd end"
+    assert doc.sections[0].text == "[1 January 2025] User: beforeafter \ufffd end"
     assert "\x00" not in doc.sections[0].heading
 
 

@@ -33,12 +33,12 @@ def test_one_document_per_conversation_of_its_current_branch_and_text_only():
     assert [(s.heading, s.text) for s in first.sections] == [
         (
             "Autovacuum on a busy table",
-            "[2025-06-15] User: Why does autovacuum skip my orders table?\n\n"
+            "[15 June 2025] User: Why does autovacuum skip my orders table?\n\n"
             "ChatGPT: Check its storage parameters first.",
         ),
         (
             "Autovacuum on a busy table",
-            "[2025-06-15] ChatGPT: Check its storage parameters first.\n\n"
+            "[15 June 2025] ChatGPT: Check its storage parameters first.\n\n"
             "User: It says autovacuum_enabled=false.\n\n"
             "ChatGPT: Then reset it: ALTER TABLE orders RESET (autovacuum_enabled);",
         ),
@@ -64,7 +64,7 @@ def test_the_branch_follows_current_node_not_the_newest_child():
     export[0]["current_node"] = "a1-old"
     doc = chatgpt.parse_export("c.json", json.dumps(export))[0]
     assert [s.text for s in doc.sections] == [
-        "[2025-06-15] User: Why does autovacuum skip my orders table?\n\n"
+        "[15 June 2025] User: Why does autovacuum skip my orders table?\n\n"
         "ChatGPT: A first answer that was regenerated away.",
     ]
 
@@ -73,7 +73,7 @@ def test_without_current_node_the_last_leaf_ends_the_branch_and_a_parent_cycle_e
     export = _export()
     del export[1]["current_node"]
     assert [s.text for s in chatgpt.parse_export("c.json", json.dumps(export))[1].sections] == [
-        "[2025-06-16] User: How deep do carrot seeds go?\n\nChatGPT: About 1 cm deep, in loose soil.",
+        "[16 June 2025] User: How deep do carrot seeds go?\n\nChatGPT: About 1 cm deep, in loose soil.",
     ]
     export[1]["current_node"] = "a"
     export[1]["mapping"]["r"]["parent"] = "a"  # r -> a -> q -> r
@@ -100,7 +100,7 @@ def test_fields_of_the_wrong_type_are_ignored():
     doc = chatgpt.parse_conversation("c.json", conversation)
     assert doc.title == "Untitled conversation"
     assert doc.metadata["created_at"] is None
-    assert [s.text for s in doc.sections] == ["[2025-06-16] User: kept"]
+    assert [s.text for s in doc.sections] == ["[16 June 2025] User: kept"]
 
 
 def test_a_conversation_without_an_id_is_an_error():

@@ -35,13 +35,13 @@ def test_a_session_is_one_document_with_a_section_per_exchange():
     assert doc.path == f"projects/-home-ada-src-shop/{SESSION_ID}.jsonl"
     assert {s.heading for s in doc.sections} == {"Autovacuum disabled on orders"}
     first, second = doc.sections  # each prompt with its answer, dated and named
-    assert first.text.startswith("[2026-06-15] User: /model opus\n\nWhy does autovacuum never run on the orders table?")
+    assert first.text.startswith("[15 June 2026] User: /model opus\n\nWhy does autovacuum never run on the orders table?")
     assert "\n\nClaude: Let me look at the table's storage parameters." in first.text
     assert first.text.endswith(
         "orders carries 1.2 million dead tuples. After the migration, run VACUUM (VERBOSE) orders once."
     )
     # The answer before a prompt is its context (whole: it is under CONTEXT_WORDS words).
-    assert second.text.startswith("[2026-06-15] Claude: Let me look at the table's storage parameters.")
+    assert second.text.startswith("[15 June 2026] Claude: Let me look at the table's storage parameters.")
     assert second.context == second.text.index("\n\nUser: Thanks.") + 2
     assert "\n\nUser: Thanks. Does the fillfactor matter here?\n\nClaude: A fillfactor of 90" in second.text
 
@@ -102,7 +102,7 @@ def test_a_subagent_transcript_names_its_parent_session():
     assert doc.metadata["parent_session_id"] == SESSION_ID
     assert doc.metadata["agent_id"] == "a3f9c21"
     [exchange] = doc.sections
-    assert exchange.text.startswith("[2026-06-15] User: Count dead tuples per table in the shop database.\n\nClaude: ")
+    assert exchange.text.startswith("[15 June 2026] User: Count dead tuples per table in the shop database.\n\nClaude: ")
     assert doc.title == "Count dead tuples per table in the shop database."
     assert "parent_session_id" not in _parse(SESSION).metadata
 
@@ -113,7 +113,7 @@ def test_an_older_transcript_with_the_subagent_inline_and_summaries():
     assert (doc.title, doc.metadata["title_source"]) == ("Raised beds: soil depth for carrots", "summary")
     [exchange] = doc.sections
     assert exchange.text == (
-        "[2025-11-19] User: How deep must a raised bed be for carrots?\n\n"
+        "[19 November 2025] User: How deep must a raised bed be for carrots?\n\n"
         "Claude: I'll ask a subagent to check the seed packet notes.\n\n[tool: Task] Read the seed notes\n\n"
         "Claude to subagent: Find carrot depth in notes/\n\n"
         "Subagent: [tool: Grep] carrot\n\nnotes/seeds.md says 30 cm.\n\n"

@@ -24,8 +24,8 @@ def test_an_exchange_is_a_question_with_its_answer_after_the_message_before_it()
     ]
     assert {section.heading for section in sections("Bikes", messages)} == {"Bikes"}
     assert _texts(messages) == [
-        "[2023-05-08] User: My bike chain skips on the small cog.\n\nClaude: The chain is worn: measure its stretch.",
-        "[2023-05-08] Claude: The chain is worn: measure its stretch.\n\n"
+        "[8 May 2023] User: My bike chain skips on the small cog.\n\nClaude: The chain is worn: measure its stretch.",
+        "[8 May 2023] Claude: The chain is worn: measure its stretch.\n\n"
         "User: How often should I replace it?\n\nClaude: Every 3,000 km or so,\n\nClaude: sooner in the rain.",
     ]
 
@@ -37,8 +37,8 @@ def test_the_date_is_written_where_it_changes_and_not_without_a_time():
         Message("Ada", "No time on this one.", None, opens=True),
     ]
     assert _texts(messages) == [
-        "[2023-05-08] Ada: See you tomorrow.\n\n[2023-05-09] Ben: Morning! The dough rose.",
-        "[2023-05-09] Ben: Morning! The dough rose.\n\nAda: No time on this one.",
+        "[8 May 2023] Ada: See you tomorrow.\n\n[9 May 2023] Ben: Morning! The dough rose.",
+        "[9 May 2023] Ben: Morning! The dough rose.\n\nAda: No time on this one.",
     ]
 
 
@@ -75,3 +75,33 @@ def test_a_secret_in_the_message_before_an_exchange_is_redacted_in_both_and_coun
     assert redacted.redactions == {"github token": 1}
     assert [token in section.text for section in redacted.sections] == [False, False]
     assert all("Use [redacted" in section.text for section in redacted.sections)
+
+
+def test_a_units_context_is_marked_as_a_repeat_so_a_passage_of_two_units_shows_it_once():
+    from pgrecall.api.passages import joined_text
+    from pgrecall.worker.chunk import chunk_sections
+
+    messages = [
+        Message("User", "My bike chain skips on the small cog.", MAY_8, opens=True),
+        Message("Claude", "The chain is worn:\n\nmeasure its stretch.", MAY_8),
+        Message("User", "How often should I replace it?", MAY_8, opens=True),
+        Message("Claude", "Every 3,000 km or so.", MAY_8),
+    ]
+    first, second = chunk_sections(
+        sections("Bikes", messages), lambda texts: [len(t.split()) for t in texts], max_tokens=200
+    )
+    assert first.fresh_from == 0
+    # The context (the reply before, two paragraphs) is the repeat; the exchange is what is fresh.
+    assert second.text[: second.fresh_from] == "[8 May 2023] Claude: The chain is worn:\n\nmeasure its stretch.\n\n"
+    assert second.text[second.fresh_from :] == "User: How often should I replace it?\n\nClaude: Every 3,000 km or so."
+    passage = joined_text([(first.text, first.fresh_from), (second.text, second.fresh_from)])
+    assert passage.count("measure its stretch") == 1 and passage.endswith("Every 3,000 km or so.")
+    # The keyword arm counts a conversation's unit whole, its context too (Chunk.keyword_text).
+    assert "measure its stretch" in second.keyword_text(with_heading=False, whole=True)
+    assert "measure its stretch" not in second.keyword_text(with_heading=False)
+
+
+def test_the_date_is_in_words_whatever_the_locale():
+    from pgrecall.worker.adapters.conversation import spoken_date
+
+    assert spoken_date(datetime.datetime(2024, 12, 1, tzinfo=datetime.UTC)) == "1 December 2024"

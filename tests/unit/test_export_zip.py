@@ -53,7 +53,7 @@ def test_a_claude_export_zip_gives_its_conversations_and_projects(tmp_path):
     assert chat.metadata["project"] == "Orders database"
     [exchange] = chat.sections
     assert exchange.heading == "Vacuum tuning for the orders table"
-    assert exchange.text.startswith("[2025-03-04] User: Autovacuum never keeps up")
+    assert exchange.text.startswith("[4 March 2025] User: Autovacuum never keeps up")
     assert "\n\nClaude: Lower autovacuum_vacuum_scale_factor" in exchange.text
     sourdough = documents[f"data-2025-06-01-batch-0000.zip#{SOURDOUGH_CHAT}"]
     assert "project" not in sourdough.metadata

@@ -50,9 +50,9 @@ def test_a_conversation_is_indexed_as_a_claude_export_of_one_conversation_per_se
     assert first.path == "conv-a.json#conv-a-session-1" and second.path == "conv-a.json#conv-a-session-2"
     # Ada is the human: each of her turns opens an exchange, after the turn before it as context.
     assert [s.text for s in first.sections] == [
-        "[2023-05-08] User: Ada: Hi Ben! How was your week?\n\n"
+        "[8 May 2023] User: Ada: Hi Ben! How was your week?\n\n"
         f"Claude: Ben: {BUBBLES} [shared a photo of a jar of bubbling dough]",
-        f"[2023-05-08] Claude: Ben: {BUBBLES} [shared a photo of a jar of bubbling dough]\n\nUser: Ada: {HARBOUR}",
+        f"[8 May 2023] Claude: Ben: {BUBBLES} [shared a photo of a jar of bubbling dough]\n\nUser: Ada: {HARBOUR}",
     ]
     assert first.occurred_at == datetime.datetime(2023, 5, 8, 13, 56, tzinfo=datetime.UTC)
     assert second.occurred_at == datetime.datetime(2023, 6, 9, 19, 55, tzinfo=datetime.UTC)

@@ -168,8 +168,8 @@ def test_a_document_without_secrets_is_returned_as_it_is():
 
 def test_turning_redaction_on_or_off_or_changing_its_patterns_changes_the_chunking_signature():
     # Without redaction, the signature's form before redaction existed (the chunker's version changed since).
-    assert chunking_signature(128, redact_secrets=False) == "v3/128"
-    assert chunking_signature(128) == f"v3/128/redacted-v{redact.PATTERNS_VERSION}"
+    assert chunking_signature(128, redact_secrets=False) == "v4/128"
+    assert chunking_signature(128) == f"v4/128/redacted-v{redact.PATTERNS_VERSION}"
     assert chunking_signature(128, redact_secrets=True) != chunking_signature(64, redact_secrets=True)
 
 

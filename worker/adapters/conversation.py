@@ -4,8 +4,11 @@ source (claude.ai and ChatGPT exports, Claude Code sessions) makes its retrieval
 A unit is an exchange: the person's message with every reply up to their next message, after
 the message before it as context (its last CONTEXT_WORDS words at most), so a hit on a question carries
 its answer, and a question that says "it" carries what "it" was. Each message is a paragraph
-"[2023-05-08] Speaker: text", the date written where it differs from the paragraph before (a
+"[8 May 2023] Speaker: text", the date written where it differs from the paragraph before (a
 unit's first always has it, where the message has a time), so a hit says who said it and when.
+The date is in words, as people ask ("what did we decide in May?"): both arms match the month's
+name, which an ISO date does not hold. The context is marked (Section.context), so the keyword
+index counts its words once, in its own unit, and a passage joining two units shows it once.
 Chosen by measurement on LoCoMo's development half against single messages, bare exchanges
 and windows of 3 or 4 turns (README, "pgrecall eval FILE.json").
 """
@@ -46,11 +49,22 @@ def _context(message: Message) -> Message:
     return dataclasses.replace(message, text=f"… {text}")
 
 
+def spoken_date(moment: datetime.datetime) -> str:
+    """A message's date as people write and ask it: "8 May 2023" (English month names, any locale)."""
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+
+
+MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
 def _paragraphs(messages: Sequence[Message]) -> list[str]:
     paragraphs: list[str] = []
     previous: str | None = None
     for message in messages:
-        date = message.when.date().isoformat() if message.when else None
+        date = spoken_date(message.when) if message.when else None
         prefix = f"[{date}] " if date and date != previous else ""
         previous = date or previous
         paragraphs.append(f"{prefix}{message.speaker}: {message.text}")
