@@ -8,9 +8,9 @@ which rank candidates, stay what they were (the engine's Searcher.search joins a
   no stop word (pgrecall.api.store's keyword_words), or its cosine similarity with the query at
   least the one the prompt hook takes as relevant (PGRECALL_HOOK_MIN_SCORE). A vector-only hit
   with nothing to do with the query is otherwise always in the list, fusion being relative.
-- Merging: candidates of one document whose chunks are consecutive or one chunk apart are one
-  passage, its text the chunks from the first to the last in document order (the one between
-  included), its place the best one's.
+- Merging: candidates of one document whose chunks are consecutive are one passage (MAX_CHUNKS at
+  most), its text the chunks in document order, each chunk's repeat of the one before (an overlap,
+  a conversation unit's context) left out, its place the best one's.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-GAP = 2  # chunks at most this far apart (ordinals) are one passage: consecutive, or one chunk between
+GAP = 1  # chunks this far apart (ordinals) are one passage: consecutive
+# A passage holds the best chunk and its best neighbours, three chunks at most: in the word budget an
+# assistant is given, a longer one pushes every later hit out (LoCoMo dev, README "Conversations").
+MAX_CHUNKS = 3
 
 
 class Candidate(Protocol):
@@ -41,27 +44,40 @@ def vouched(
     return similarity is not None and similarity >= min_similarity
 
 
-def groups(candidates: Sequence[Candidate], merge: bool) -> list[list[int]]:
-    """The candidates (positions in `candidates`, best first) as passages: each a list of positions
-    in document order, the passages in the order of their best candidate. Without `merge`, each
-    candidate alone."""
-    if not merge:
-        return [[position] for position in range(len(candidates))]
-    by_document: dict[int, list[int]] = {}
+def groups(
+    candidates: Sequence[Candidate], merge: bool, limit: int | None = None, shown: Sequence[bool] | None = None
+) -> list[list[int]]:
+    """The candidates (positions in `candidates`, best first) as at most `limit` passages, in the
+    order of their best candidate, each a list of positions in document order. Read in rank order,
+    a candidate next to a chunk of a passage of its document joins the best such passage holding
+    fewer than MAX_CHUNKS (and joins it to a second one it touches, where both fit); any other
+    starts a passage. Once `limit` passages are started, reading stops at the first candidate that
+    would start another, so a weak candidate far down never lengthens a passage read first.
+    Without `merge`, each candidate alone. `shown`: which candidates may be shown (the floor)."""
+    found: list[list[int]] = []
     for position, candidate in enumerate(candidates):
-        by_document.setdefault(candidate.document_id, []).append(position)
-    passages: list[list[int]] = []
-    for positions in by_document.values():
-        in_order = sorted(positions, key=lambda p: (candidates[p].ordinal, p))
-        current = [in_order[0]]
-        for position in in_order[1:]:
-            if candidates[position].ordinal - candidates[current[-1]].ordinal <= GAP:
-                current.append(position)
-            else:
-                passages.append(current)
-                current = [position]
-        passages.append(current)
-    return sorted(passages, key=min)
+        if shown is not None and not shown[position]:
+            continue
+        touching = [passage for passage in found if merge and _touches(candidates, passage, candidate)]
+        joined = next((passage for passage in touching if len(passage) < MAX_CHUNKS), None)
+        if joined is None:
+            if limit is not None and len(found) >= limit:
+                break
+            found.append([position])
+            continue
+        joined.append(position)
+        for other in touching:
+            if other is not joined and len(joined) + len(other) <= MAX_CHUNKS:
+                joined.extend(other)
+                found.remove(other)
+        joined.sort(key=lambda p: (candidates[p].ordinal, p))
+    return found
+
+
+def _touches(candidates: Sequence[Candidate], passage: list[int], candidate: Candidate) -> bool:
+    return candidates[passage[0]].document_id == candidate.document_id and any(
+        abs(candidates[p].ordinal - candidate.ordinal) <= GAP for p in passage
+    )
 
 
 def joined_text(chunks: Sequence[tuple[str, int | None]]) -> str:

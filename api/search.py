@@ -379,20 +379,15 @@ class Searcher:
         return [_passage_hit(found, group, texts, query) for group in chosen]
 
     def _passages(self, found: list[tuple[Fused, store.ChunkRow]], request: SearchRequest) -> list[list[int]]:
-        """The candidates' positions as passages, best first: joined where `request.merge`, only those
-        an arm vouches for where `request.floor` (pgrecall.api.passages)."""
-        grouped = passages.groups([row for _, row in found], request.merge)
-        if not request.floor:
-            return grouped
+        """The candidates' positions as passages, best first: joined where `request.merge`, only
+        candidates an arm vouches for where `request.floor` (pgrecall.api.passages)."""
         floor = self.settings.hook_min_score
-        return [
-            group
-            for group in grouped
-            if any(
-                passages.vouched(f.ranks, row.similarity, row.keyword_words, floor)
-                for f, row in (found[p] for p in group)
-            )
-        ]
+        shown = (
+            [passages.vouched(f.ranks, row.similarity, row.keyword_words, floor) for f, row in found]
+            if request.floor
+            else None
+        )
+        return passages.groups([row for _, row in found], request.merge, limit=request.k, shown=shown)
 
 
 def _passage_hit(

@@ -10,10 +10,29 @@ class Row(NamedTuple):
     ordinal: int
 
 
-def test_chunks_of_a_document_at_most_one_apart_are_one_passage_in_document_order():
+def test_consecutive_chunks_of_a_document_are_one_passage_in_document_order():
     rows = [Row(1, 5), Row(2, 0), Row(1, 3), Row(1, 9), Row(1, 4), Row(1, 11)]
-    assert passages.groups(rows, merge=True) == [[2, 4, 0], [1], [3, 5]]
+    # 4 joins 5's passage and brings 3's into it; 9 and 11 are a chunk apart: two passages.
+    assert passages.groups(rows, merge=True) == [[2, 4, 0], [1], [3], [5]]
     assert passages.groups(rows, merge=False) == [[0], [1], [2], [3], [4], [5]]
+
+
+def test_a_passage_holds_at_most_three_chunks_the_best_with_its_best_neighbours():
+    rows = [Row(1, 5), Row(1, 4), Row(1, 6), Row(1, 7), Row(1, 3), Row(1, 8)]
+    assert passages.MAX_CHUNKS == 3
+    assert passages.groups(rows, merge=True) == [[1, 0, 2], [3, 5], [4]]
+
+
+def test_after_k_passages_a_far_weaker_neighbour_no_longer_lengthens_one():
+    rows = [Row(1, 5), Row(2, 0), Row(3, 0), Row(1, 6)]
+    assert passages.groups(rows, merge=True, limit=2) == [[0], [1]]  # reading stopped at Row(3, 0)
+    assert passages.groups(rows, merge=True, limit=3) == [[0, 3], [1], [2]]
+    assert passages.groups(rows, merge=False, limit=2) == [[0], [1]]
+
+
+def test_a_candidate_the_floor_hides_neither_shows_nor_joins():
+    rows = [Row(1, 5), Row(1, 6), Row(1, 7)]
+    assert passages.groups(rows, merge=True, shown=[True, False, True]) == [[0], [2]]
 
 
 def test_a_joined_text_holds_each_chunks_overlap_once():
