@@ -5,7 +5,9 @@ file per conversation in a folder of the eval's own, and indexed as `pgrecall in
 it (queue, workers, the claude adapter, chunking, embedding) into a database of the eval's own,
 kept between runs (unchanged files are not read again; --fresh drops it). Every question is
 searched within its conversation (a path_prefix filter on its file) and, separately, across
-all of them; the recalls come from the hits' texts (pgrecall.locomo.question_recall).
+all of them; the recalls come from the hits' texts (pgrecall.locomo.question_recall), and
+passage@k from the passages a search for k serves (neighbouring hits joined, as the CLI, the
+hooks and MCP give them; the floor, which only hides, left off).
 """
 
 from __future__ import annotations
@@ -116,7 +118,15 @@ def run_conversation_eval(
                     hits = searcher.search(question.text, k=HITS, filters=filters, **MODES[label])
                     latencies.append((time.perf_counter() - started) * 1000)
                     texts = hit_texts(hits, documents)
-                    recalls.append(locomo.question_recall(question, turns[question.conversation], texts))
+                    # What the CLI, the hooks and MCP give for k: passages, neighbouring hits joined.
+                    served = {
+                        k: hit_texts(
+                            searcher.search(question.text, k=k, filters=filters, merge=True, **MODES[label]),
+                            documents,
+                        )
+                        for k in locomo.CUTOFFS
+                    }
+                    recalls.append(locomo.question_recall(question, turns[question.conversation], texts, served=served))
                 figures: dict[str, Any] = locomo.aggregate(categories, recalls)
                 figures["p50_ms"] = round(statistics.median(latencies), 1)
                 figures["p95_ms"] = round(percentile(latencies, 95), 1)
@@ -136,8 +146,8 @@ def format_table(result: dict[str, Any]) -> str:
         f"{result['dataset']} (LoCoMo: {result['conversations']} conversations, {result['sessions']} sessions, "
         f"{result['turns']} turns, {result['questions']} questions with evidence)",
         f"recall at k = {', '.join(map(str, locomo.CUTOFFS))}: budget (evidence turns within the first "
-        f"k x {locomo.MEAN_TURN_WORDS} words of the hits), turn (within the first k hits), session "
-        "(evidence sessions among the first k hits')",
+        f"k x {locomo.MEAN_TURN_WORDS} words of the hits), passage (the same, of the passages a search "
+        "for k serves), turn (within the first k hits), session (evidence sessions among the first k hits')",
     ]
     for scope in SCOPES:
         rows = [(label, figures[scope]) for label, figures in result["modes"].items() if scope in figures]

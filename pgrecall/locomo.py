@@ -26,7 +26,7 @@ from pgrecall.errors import InvalidInput
 KEY_WORDS = 12
 MEAN_TURN_WORDS = 23  # LoCoMo's mean turn: the word budget of k hits is k x 23 words
 CUTOFFS = (5, 10, 25)
-METRICS = ("budget", "turn", "session")
+METRICS = ("budget", "passage", "turn", "session")
 # By the paper's counts and its evaluation code.
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 # Reported besides each category: every question, and those with an answer in the conversation.
@@ -275,28 +275,40 @@ def _found(keys: dict[str, str], texts: Iterable[list[str]]) -> set[str]:
     return found
 
 
+def _within_budget(keys: dict[str, str], question: Question, hits: Sequence[HitText], k: int) -> float:
+    """The share of the evidence turns within the first k x 23 words of the hits' texts."""
+    budget, kept = k * MEAN_TURN_WORDS, []
+    for hit in hits:
+        if budget <= 0:
+            break
+        text_words = words(hit.text)
+        if hit.conversation == question.conversation:
+            kept.append(text_words[:budget])
+        budget -= len(text_words)
+    return len(_found(keys, kept)) / len(keys)
+
+
 def question_recall(
-    question: Question, turns: dict[str, Turn], hits: Sequence[HitText], cutoffs: Sequence[int] = CUTOFFS
+    question: Question,
+    turns: dict[str, Turn],
+    hits: Sequence[HitText],
+    cutoffs: Sequence[int] = CUTOFFS,
+    served: dict[int, Sequence[HitText]] | None = None,
 ) -> dict[str, float]:
-    """The question's three recalls at each cutoff: budget@k (its evidence turns within the first
+    """The question's recalls at each cutoff: budget@k (its evidence turns within the first
     k x 23 words of the hits' texts), turn@k (within the first k hits) and session@k (its
-    evidence sessions among the first k hits' sessions). A hit of another conversation takes
-    its place and its words but never matches."""
+    evidence sessions among the first k hits' sessions); and, where `served` holds the passages
+    a search for k serves (neighbouring hits joined), passage@k: budget@k over those passages.
+    A hit of another conversation takes its place and its words but never matches."""
     keys = {dia_id: turn_key(turns[dia_id].text) for dia_id in question.evidence}
     sessions = {turns[dia_id].session for dia_id in question.evidence}
     own = [hit.conversation == question.conversation for hit in hits]
-    hit_words = [words(hit.text) for hit in hits]
     result: dict[str, float] = {}
     for k in cutoffs:
-        budget, kept = k * MEAN_TURN_WORDS, []
-        for is_own, text_words in zip(own, hit_words, strict=True):
-            if budget <= 0:
-                break
-            if is_own:
-                kept.append(text_words[:budget])
-            budget -= len(text_words)
-        result[f"budget@{k}"] = len(_found(keys, kept)) / len(keys)
-        first = [text_words for is_own, text_words in zip(own[:k], hit_words[:k], strict=True) if is_own]
+        result[f"budget@{k}"] = _within_budget(keys, question, hits, k)
+        if served is not None:
+            result[f"passage@{k}"] = _within_budget(keys, question, served[k], k)
+        first = [words(hit.text) for hit, is_own in zip(hits[:k], own[:k], strict=True) if is_own]
         result[f"turn@{k}"] = len(_found(keys, first)) / len(keys)
         hit_sessions = {hit.session for hit, is_own in zip(hits[:k], own[:k], strict=True) if is_own}
         result[f"session@{k}"] = len(sessions & hit_sessions) / len(sessions)

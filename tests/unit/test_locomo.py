@@ -116,6 +116,16 @@ def test_budget_recall_counts_only_the_first_k_times_23_words_of_the_hits_texts(
     assert recall["budget@10"] == 1.0
 
 
+def test_passage_recall_is_the_budget_recall_of_the_passages_a_search_for_k_serves():
+    question = Question("conv-a", "?", 1, ("D1:2", "D2:1"))
+    hits = [_hit(" ".join(["word"] * 100), 1), _hit(f"Ben: {BUBBLES}\nAda: {GLACIER}", 2)]
+    served = {5: [_hit(f"Ben: {BUBBLES}", 1)], 10: [_hit(f"Ben: {BUBBLES}", 1), _hit(f"Ada: {GLACIER}", 2)]}
+    recall = question_recall(question, TURNS, hits, cutoffs=(5, 10), served=served)
+    assert (recall["budget@5"], recall["passage@5"]) == (0.5, 0.5)
+    assert recall["passage@10"] == 1.0
+    assert "passage@5" not in question_recall(question, TURNS, hits, cutoffs=(5,))
+
+
 def test_hits_of_another_conversation_take_their_place_and_words_but_never_match():
     question = Question("conv-b", "?", 3, ("D3:1",))
     other = _hit(LAMP_LONG, 3, conversation="conv-a")  # holds D3:1's key, but is conv-a's
