@@ -131,3 +131,23 @@ def test_the_page_hides_floored_hits_unless_all_is_ticked_and_shows_similarity(d
     link = re.search(r'<a class="hit-link" href="([^"]+)">', joined).group(1).replace("&amp;", "&")
     document = client.get(link, headers={"accept": "text/html"}).text
     assert len(re.findall(r'class="chunk hit-chunk', document)) == 1  # the passage's best chunk
+
+
+def test_two_exchanges_of_a_conversation_found_together_are_one_passage_the_message_between_once(
+    index, searcher
+):
+    """The README's conversations: a claude.ai export, its exchanges each after the message before."""
+    from pathlib import Path
+
+    index(Path(__file__).resolve().parents[2] / "examples" / "conversations")
+    hits = searcher.search("sourdough in the fridge", k=3, merge=True, floor=True)
+    passage = hits[0]
+    assert passage.path.endswith("#5d2a9c3e-sourdough") and len(passage.chunk_ids) == 2
+    assert passage.text.startswith("[2 April 2026] User: My sourdough starter smells of nail polish.")
+    assert passage.text.count("Feed it twice a day") == 1  # the first exchange's answer, the second's context
+    assert passage.text.endswith("take it out the evening before you bake.")
+    apart = searcher.search("sourdough in the fridge", k=3, merge=False, floor=True)
+    assert sum("Feed it twice a day" in hit.text for hit in apart) == 2
+    bike = searcher.search("how often should I replace the bike chain", k=3)[0]
+    assert "How often should I replace it?" in bike.text and "Every 3,000 to 5,000 km" in bike.text
+    assert bike.text.startswith("[14 March 2026] Claude:")
