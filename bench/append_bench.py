@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import as_installed
+from harness.processes import as_installed
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "scifact"

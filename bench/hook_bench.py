@@ -30,10 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import as_installed
+from harness.processes import as_installed, stop, stop_database
+from harness.timing import percentile
 
 from pgrecall import warm_client
-from pgrecall.evaluate import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
@@ -134,10 +134,8 @@ def main() -> int:
         for _ in range(max(1, args.runs // 10)):  # the floor: start, imports, a refused empty stdin
             floor.append(timed([*pgrecall, "hook", "prompt"], env, "")[0])
     finally:
-        if serve is not None:
-            serve.terminate()
-            serve.wait(timeout=120)
-        subprocess.run([*pgrecall, "db", "stop"], env=env, capture_output=True)
+        stop(serve)
+        stop_database(pgrecall, env)
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "runs": args.runs,
