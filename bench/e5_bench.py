@@ -36,10 +36,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness.timing import percentile
 
 from pgrecall.embedder_base import LocalEmbedder
 from pgrecall.embedding import new_embedder
-from pgrecall.evaluate import ir_metrics, percentile
+from pgrecall.evaluate import ir_metrics
 from pgrecall.model_import import add_model
 from pgrecall.worker.chunk import chunk_sections, token_budget
 from pgrecall.worker.document import Section

@@ -25,10 +25,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import psycopg
+from harness.timing import percentile
 
 from pgrecall import bm25, database, queries
 from pgrecall.contract import FILTER_FIELDS
-from pgrecall.evaluate import eval_database_url, load_dataset, percentile
+from pgrecall.evaluate import eval_database_url, load_dataset
 from pgrecall.terms import identifier_terms
 
 
