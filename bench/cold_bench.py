@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -28,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.homes import machine_environment
 from harness.timing import percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="pgrecall-cold-"))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    base = machine_environment()
     pgrecall = [sys.executable, "-c", CLI]
     homes: dict[str, dict[str, str]] = {}
     results: dict[str, dict] = {}

@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.homes import machine_environment
 from harness.processes import as_installed, stop, stop_database
 from harness.timing import percentile
 
@@ -91,7 +92,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="pgrecall-hook-bench-"))
     kept = ("PGRECALL_MODEL_CACHE", "PGRECALL_MODEL")  # the model under test, and where its files are
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_") or k in kept}
+    env = machine_environment(keep=kept)
     env.update({"PGRECALL_HOME": str(work / "home"), "PGRECALL_LOG_FORMAT": "json"})
     if "PGRECALL_HOOK_DEADLINE" in os.environ:
         env["PGRECALL_HOOK_DEADLINE"] = os.environ["PGRECALL_HOOK_DEADLINE"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from harness.homes import machine_environment
 
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
 PROJECT = "-home-ada-src-orbit"
@@ -91,7 +91,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pgrecall-session-end-"))
     projects = work / "projects"
     (projects / PROJECT).mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    env = machine_environment()
     env |= {"PGRECALL_HOME": str(work / "home"), "PGRECALL_CONFIG": str(work / "config.toml")}
     env |= {"PGRECALL_EMBED_BACKEND": args.backend, "PGRECALL_STALLED_SECONDS": "5"}
     assert cli(env, "sources", "add", "claude-code", "--path", str(projects)).returncode == 0

@@ -16,6 +16,12 @@ EXAMPLES = REPO / "examples" / "notes"
 MACHINE_SETTINGS = ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL", "PGRECALL_WARM_SOCKET")
 
 
+def machine_environment(keep: tuple[str, ...] = (), prefixes: tuple[str, ...] = ("PGRECALL_",)) -> dict[str, str]:
+    """os.environ without any of pgrecall's settings (the variables starting with `prefixes`) but `keep`:
+    a bench then sets the few it measures with."""
+    return {name: value for name, value in os.environ.items() if not name.startswith(prefixes) or name in keep}
+
+
 def home_environment(home: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     """`base` (default os.environ) with `home` as PGRECALL_HOME, JSON logs and no config file."""
     env = dict(os.environ if base is None else base)
