@@ -129,6 +129,8 @@ def report(payload: dict, path: Path) -> None:
             print(f"  {key:26} this/against: {shown}")
     for key, why in payload["skipped"].items():
         print(f"  {key:26} skipped: {why}")
+    for failure in runner.failed(payload):
+        print(f"  failed: {failure}")
 
 
 if __name__ == "__main__":

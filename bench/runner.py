@@ -114,6 +114,7 @@ def run_suite(
         for checkout in side_order(checkouts, round_):
             folder = work / f"round{round_}-{checkout.side}"
             used: dict[Path, dict[str, str]] = {}
+            prepared_homes: set[str] = set()
             try:
                 for key, step in steps:
                     if key in skipped or (against and step.against and checkout.side == "against"):
@@ -135,10 +136,11 @@ def run_suite(
                         work / "corpora",
                     )
                     record = records[key]
-                    for command in step.prepare:
-                        prepared = record.setdefault("prepared", {})
+                    for command in step.prepare:  # once per home: the steps that share it share what it holds
                         name = f"{checkout.side}:{home}:{' '.join(command)}"
-                        if name not in prepared:
+                        if name not in prepared_homes:
+                            prepared_homes.add(name)
+                            prepared = record.setdefault("prepared", {})
                             argv = [
                                 *processes.pgrecall_command(checkout.python),
                                 *(a.format_map(fields) for a in command),
@@ -174,9 +176,15 @@ def summarise(record: dict) -> None:
 
 
 def failed(payload: dict) -> list[str]:
+    """The steps (and the commands that prepared their homes) that did not exit 0, by checkout."""
     return [
         f"{key} ({side})"
         for key, record in payload["steps"].items()
         for side, runs in record["sides"].items()
         if any(run["returncode"] != 0 for run in runs["runs"])
+    ] + [
+        f"{key} (prepare {name})"
+        for key, record in payload["steps"].items()
+        for name, run in record.get("prepared", {}).items()
+        if run["returncode"] != 0
     ]
