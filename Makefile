@@ -76,8 +76,11 @@ test-integration: install
 test-system: install browser claude-code
 	$(PY) -m pytest tests/system
 
+# A small default suite; `python -m bench list` names the others (docs/benchmarks.md).
+BENCH_SUITE ?= quick
+BENCH_ARGS ?=
 bench: install
-	$(PY) bench/index_bench.py
+	$(PY) -m bench run $(BENCH_SUITE) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

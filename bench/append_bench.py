@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import as_installed
+from harness.homes import machine_environment
+from harness.processes import as_installed
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "scifact"
@@ -65,7 +65,7 @@ def main() -> int:
 
     sections = entries(args.corpus, args.entries + args.appends)
     work = Path(tempfile.mkdtemp(prefix="pgrecall-append-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    env = machine_environment()
     env |= {"PGRECALL_HOME": str(work / "home"), "PGRECALL_EMBED_BACKEND": args.backend}
     env = as_installed(env, sys.executable)
     folder = work / "journal"

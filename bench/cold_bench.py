@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -28,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgrecall.evaluate import percentile
+from harness.homes import machine_environment
+from harness.timing import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
@@ -94,7 +94,7 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="pgrecall-cold-"))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    base = machine_environment()
     pgrecall = [sys.executable, "-c", CLI]
     homes: dict[str, dict[str, str]] = {}
     results: dict[str, dict] = {}

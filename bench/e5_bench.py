@@ -24,6 +24,8 @@ prints one JSON object. Ratios within one run are what to compare on a shared ma
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import os
 import statistics
@@ -34,10 +36,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness.timing import percentile
 
 from pgrecall.embedder_base import LocalEmbedder
 from pgrecall.embedding import new_embedder
-from pgrecall.evaluate import ir_metrics, percentile
+from pgrecall.evaluate import ir_metrics
 from pgrecall.model_import import add_model
 from pgrecall.worker.chunk import chunk_sections, token_budget
 from pgrecall.worker.document import Section
@@ -58,6 +61,13 @@ def passage_text(entry: dict) -> str:
 
 def cosines(ours: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return (ours * reference).sum(axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(reference, axis=1)
+
+
+def without_document_prompt(embedder: LocalEmbedder) -> LocalEmbedder:
+    """The same loaded model, its documents read with no prompt first: what a missing prefix costs."""
+    clone = copy.copy(embedder)
+    clone.layout = dataclasses.replace(embedder.layout, document_prompt="")
+    return clone
 
 
 def parity(data: Path, engines: dict[str, LocalEmbedder], nano, per_group: int) -> dict:
@@ -87,7 +97,7 @@ def parity(data: Path, engines: dict[str, LocalEmbedder], nano, per_group: int) 
         for name, embedder in engines.items():
             ours = embedder.embed_queries(texts) if kind == "query" else embedder.embed_batch(texts)
             found = cosines(ours, reference)
-            unprompted = cosines(embedder._embed(embedder._loaded_model(), texts, ""), reference)
+            unprompted = cosines(without_document_prompt(embedder).embed_batch(texts), reference)
             every[name] += found.tolist()
             within[name] += found[~long].tolist()
             entry[name] = {

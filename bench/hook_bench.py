@@ -30,10 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import as_installed
+from harness.homes import machine_environment
+from harness.processes import as_installed, stop, stop_database
+from harness.timing import percentile
 
 from pgrecall import warm_client
-from pgrecall.evaluate import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
@@ -91,7 +92,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="pgrecall-hook-bench-"))
     kept = ("PGRECALL_MODEL_CACHE", "PGRECALL_MODEL")  # the model under test, and where its files are
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_") or k in kept}
+    env = machine_environment(keep=kept)
     env.update({"PGRECALL_HOME": str(work / "home"), "PGRECALL_LOG_FORMAT": "json"})
     if "PGRECALL_HOOK_DEADLINE" in os.environ:
         env["PGRECALL_HOOK_DEADLINE"] = os.environ["PGRECALL_HOOK_DEADLINE"]
@@ -134,10 +135,8 @@ def main() -> int:
         for _ in range(max(1, args.runs // 10)):  # the floor: start, imports, a refused empty stdin
             floor.append(timed([*pgrecall, "hook", "prompt"], env, "")[0])
     finally:
-        if serve is not None:
-            serve.terminate()
-            serve.wait(timeout=120)
-        subprocess.run([*pgrecall, "db", "stop"], env=env, capture_output=True)
+        stop(serve)
+        stop_database(pgrecall, env)
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "runs": args.runs,

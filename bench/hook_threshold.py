@@ -30,8 +30,10 @@ import json
 import statistics
 from pathlib import Path
 
+from harness.timing import percentile
+
 from pgrecall import hooks
-from pgrecall.evaluate import eval_database_url, load_dataset, percentile, write_notes
+from pgrecall.evaluate import eval_database_url, load_dataset, write_notes
 from pgrecall.settings import load_settings
 
 ANSWERED_TARGET = 0.8

@@ -23,9 +23,8 @@ import time
 
 import httpx
 import psycopg
+from harness.timing import percentile
 from psycopg import sql
-
-from pgrecall.evaluate import percentile
 
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_http_bench"

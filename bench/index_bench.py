@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgrecall.evaluate import percentile
+from harness.timing import percentile
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -25,17 +25,17 @@ from collections import defaultdict
 from pathlib import Path
 
 import psycopg
+from harness.timing import percentile
 
 from pgrecall import bm25, database, queries
-from pgrecall.evaluate import eval_database_url, load_dataset, percentile
+from pgrecall.contract import FILTER_FIELDS
+from pgrecall.evaluate import eval_database_url, load_dataset
 from pgrecall.terms import identifier_terms
 
 
 def revision_arm(revision: str) -> str:
     """The keyword arm (unfiltered) of sql/queries/search.sql at `revision`, from before its
     postings were scored in Python (pgrecall.api.keyword): one query that ranks."""
-    from pgrecall.api import store
-
     text = subprocess.run(
         ["git", "show", f"{revision}:sql/queries/search.sql"],
         check=True,
@@ -49,14 +49,13 @@ def revision_arm(revision: str) -> str:
             f"{revision} scores the keyword arm's postings in Python: compare whole searches instead"
             " (--end-to-end, run by each tree's interpreter)"
         )
-    return store._expand(raw["keyword_arm"], False, "p.chunk_id")
+    # Unfiltered, as pgrecall.api.store expanded its templates then: no joins, no document filter.
+    return raw["keyword_arm"].replace("{filter_joins}", "").replace("{document_filter}", "TRUE")
 
 
 def params(query: str) -> dict:
-    from pgrecall.api import store
-
     return {
-        **store._filter_values(None),
+        **dict.fromkeys(FILTER_FIELDS),
         "query": query,
         "identifiers": identifier_terms(query),
         "languages": None,

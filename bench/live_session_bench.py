@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import signal
 import subprocess
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.homes import machine_environment
 from sessions_bench import records  # noqa: E402
 
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
@@ -66,7 +66,7 @@ def main() -> int:
     folder.mkdir(parents=True)
     session = folder / f"{SESSION}.jsonl"
     log = work / "serve.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    env = machine_environment()
     env |= {"PGRECALL_HOME": str(work / "home"), "PGRECALL_EMBED_BACKEND": args.backend}
     lines = [json.dumps(r) for r in records(random.Random(11), SESSION, args.lines, 0)]
     session.write_text(lines[0] + "\n", encoding="utf-8")

@@ -16,18 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
+from harness.homes import EXAMPLES, home_environment, new_home
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 
 def pgrecall(env: dict[str, str], *args: str) -> None:
@@ -57,10 +53,7 @@ def main() -> int:
     if not 1 <= args.starts <= 50:
         parser.error("--starts must be from 1 to 50")
 
-    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="pgrecall-mcp-bench-"))
-    env = dict(os.environ, PGRECALL_HOME=str(home), PGRECALL_LOG_FORMAT="json")
-    for name in ("PGRECALL_DATABASE_URL", "PGRECALL_SEARCH_DATABASE_URL"):
-        env.pop(name, None)
+    env = home_environment(new_home(args.home, "pgrecall-mcp-bench-"))
     pgrecall(env, "index", "--quiet", str(EXAMPLES))  # unchanged notes are not indexed again
     samples = []
     try:

@@ -19,19 +19,15 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from indexed_home import indexed_home  # noqa: E402
+from harness.homes import indexed_home
+from harness.processes import start, stop, stop_database, wait_until, warm_socket_answers
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-
-READY_TIMEOUT_S = 300.0
 
 
 def children_running(word: str) -> list[int]:
@@ -78,18 +74,14 @@ async def measure(python: str, env: dict[str, str], count: int) -> list[dict]:
 
 
 def wait_ready(python: str, env: dict[str, str], serve: subprocess.Popen, log_path: Path) -> None:
+    """Until serve logged service_ready and (an install that has one) its warm socket answers."""
     has_socket = subprocess.run([python, "-c", "import pgrecall.warm_client"], env=env).returncode == 0
-    check = "import sys; from pgrecall import warm_client, settings; sys.exit(0 if warm_client.answers(settings.load_settings()) else 1)"
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while True:
-        ready = '"service_ready"' in log_path.read_text(errors="replace")
-        if ready and has_socket:
-            ready = subprocess.run([python, "-c", check], env=env).returncode == 0
-        if ready:
-            return
-        if serve.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("serve did not become ready")
-        time.sleep(0.5)
+
+    def ready() -> bool:
+        logged = '"service_ready"' in log_path.read_text(errors="replace")
+        return logged and (not has_socket or warm_socket_answers(python, env))
+
+    wait_until(ready, serve, "serve")
 
 
 def main() -> int:
@@ -107,15 +99,12 @@ def main() -> int:
     log_path = home / "serve.log"
     try:
         if not args.no_serve:
-            with open(log_path, "ab") as log:
-                serve = subprocess.Popen([*pgrecall, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+            serve = start([*pgrecall, "serve"], env, log_path)
             wait_ready(args.python, env, serve, log_path)
         servers = asyncio.run(measure(args.python, env, args.servers))
     finally:
-        if serve is not None:
-            serve.send_signal(signal.SIGTERM)
-            serve.wait(120)
-        subprocess.run([*pgrecall, "db", "stop"], env=env, capture_output=True, timeout=120)
+        stop(serve)
+        stop_database(pgrecall, env)
     rss = [server["rss_mb"] for server in servers]
     result = {
         "python": args.python,

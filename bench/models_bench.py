@@ -59,6 +59,7 @@ def main() -> int:
     from pgrecall.api import store
     from pgrecall.api.search import Searcher
     from pgrecall.cli.models import run_models
+    from pgrecall.contract import FILTER_FIELDS
     from pgrecall.embedding import embedder_for
     from pgrecall.migrate import migrated_url
     from pgrecall.settings import load_settings
@@ -91,7 +92,7 @@ def main() -> int:
                     session = store.ReadSession(conn, None, ef_search=max(these.ef_search, 100))
                     space = session.query_space(embedder.space)
                     query = store.vector_arm_query("vector_arm", False, space.id, space.dimensions)
-                    params = {**store._filter_values(None), "embedding": vectors[0], "limit": 100}
+                    params = {**dict.fromkeys(FILTER_FIELDS), "embedding": vectors[0], "limit": 100}
                     plan = [row[0] for row in conn.execute(psycopg.sql.SQL("EXPLAIN ") + query, params)]
                     chunks = conn.execute(
                         "SELECT count(*) FROM pgrecall.chunks WHERE embedding_space_id = %s", (space.id,)

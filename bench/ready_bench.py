@@ -26,11 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.homes import machine_environment
+
 PGRECALL = [sys.executable, "-m", "pgrecall.cli"]
 
 
 def _env(home: Path, notify: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGRECALL_", "NOTIFY_", "WATCHDOG_"))}
+    env = machine_environment(prefixes=("PGRECALL_", "NOTIFY_", "WATCHDOG_"))
     env.update(
         PGRECALL_HOME=str(home),
         PGRECALL_LOG_FORMAT="json",

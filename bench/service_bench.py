@@ -25,9 +25,8 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from harness.timing import percentile
 from psycopg import sql
-
-from pgrecall.evaluate import percentile
 
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_service_bench"

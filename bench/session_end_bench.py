@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ import time
 from pathlib import Path
 
 import psycopg
+from harness.homes import machine_environment
+from harness.timing import percentile
 
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"
 PROJECT = "-home-ada-src-orbit"
@@ -76,9 +77,11 @@ def searchable(url: str, path: str, word: str) -> bool:
 
 
 def percentiles(values: list[float]) -> dict:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3), "max": round(ordered[-1], 3)}
+    return {
+        "p50": round(statistics.median(values), 3),
+        "p95": round(percentile(values, 95), 3),
+        "max": round(max(values), 3),
+    }
 
 
 def main() -> int:
@@ -91,7 +94,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pgrecall-session-end-"))
     projects = work / "projects"
     (projects / PROJECT).mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    env = machine_environment()
     env |= {"PGRECALL_HOME": str(work / "home"), "PGRECALL_CONFIG": str(work / "config.toml")}
     env |= {"PGRECALL_EMBED_BACKEND": args.backend, "PGRECALL_STALLED_SECONDS": "5"}
     assert cli(env, "sources", "add", "claude-code", "--path", str(projects)).returncode == 0

@@ -20,23 +20,16 @@ import argparse
 import json
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from indexed_home import indexed_home  # noqa: E402
+from harness.homes import indexed_home
+from harness.processes import start, stop, stop_database, wait_until, warm_socket_answers
+from harness.timing import percentile
 
 QUERIES = ("E-4711", "how are results ranked", "ledger export timed out", "retry policy", "vacuum settings")
-READY_TIMEOUT_S = 300.0
-
-
-def percentile(samples: list[float], share: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def cpu_ms() -> float:
@@ -49,7 +42,7 @@ def summary(samples: list[float], cpu: list[float]) -> dict[str, float]:
     return {
         "cpu_p50_ms": round(statistics.median(cpu), 1),
         "p50_ms": round(statistics.median(samples), 1),
-        "p95_ms": round(percentile(samples, 0.95), 1),
+        "p95_ms": round(percentile(samples, 95), 1),
         "mean_ms": round(statistics.fmean(samples), 1),
         "min_ms": round(min(samples), 1),
         "max_ms": round(max(samples), 1),
@@ -81,16 +74,6 @@ def bare_start_ms(python: str, count: int = 20) -> float:
     return round(statistics.median(samples), 1)
 
 
-def wait_for_socket(python: str, env: dict[str, str], serve: subprocess.Popen) -> None:
-    """Until the warm socket answers (pgrecall.warm_client.answers): serve is then ready to search."""
-    check = "import sys; from pgrecall import warm_client, settings; sys.exit(0 if warm_client.answers(settings.load_settings()) else 1)"
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while subprocess.run([python, "-c", check], env=env).returncode != 0:
-        if serve.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("serve did not open its warm socket")
-        time.sleep(0.5)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
@@ -105,17 +88,15 @@ def main() -> int:
 
     bare_before = bare_start_ms(args.python)
     cold, cold_cpu, cold_out = runs(args.python, env, args.runs)
-    log = open(home / "serve.log", "ab")  # noqa: SIM115 (closed below)
-    serve = subprocess.Popen([*pgrecall, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    serve = start([*pgrecall, "serve"], env, home / "serve.log")
     try:
-        wait_for_socket(args.python, env, serve)
+        # Until the warm socket answers (pgrecall.warm_client.answers): serve is then ready to search.
+        wait_until(lambda: warm_socket_answers(args.python, env), serve, "serve's warm socket")
         warm, warm_cpu, warm_out = runs(args.python, env, args.runs)
         bare_after = bare_start_ms(args.python)
     finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(120)
-        log.close()
-    subprocess.run([*pgrecall, "db", "stop"], env=env, capture_output=True, timeout=120)
+        stop(serve)
+    stop_database(pgrecall, env)
     if cold_out != warm_out:
         raise SystemExit("the searches through serve's socket printed other hits than in-process")
     result = {

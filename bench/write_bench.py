@@ -59,8 +59,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from pgrecall.evaluate import percentile
+from harness.timing import percentile
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 ROOT = "/write-bench/scifact"

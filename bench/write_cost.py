@@ -162,7 +162,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).parent))  # bench/ is no package
+    sys.path.insert(0, str(Path(__file__).parent))  # scale_bench beside it, whichever way this was loaded
     import scale_bench
 
     from pgrecall import database

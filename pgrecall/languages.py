@@ -47,7 +47,7 @@ CONFIGURATIONS = {
 }
 _BY_NAME = {name: code for code, name in CONFIGURATIONS.items()}
 # Our users write German beside English; a detector choosing among few languages errs
-# less on short notes than one choosing among a hundred (bench/language_detectors.py).
+# less on short notes than one choosing among a hundred (bench/language_detectors.py, git tag bench-experiments-2026-12).
 DEFAULT_LANGUAGES = ("en", "de")
 
 
