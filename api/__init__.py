@@ -6,7 +6,7 @@ pgrecall.memories.
 """
 
 from pgrecall.api.search import Document, Hit, Searcher, get_document, search
-from pgrecall.memory_notes import list_memories
+from pgrecall.memory.notes import list_memories
 
 __all__ = [
     "Document",

@@ -8,7 +8,7 @@ Requests and hits are those of pgrecall.contract: the pydantic models here
 are generated from it (a field added there appears here), and every value is
 validated by the contract's functions, so the CLI, MCP and Python answer the
 same input with the same message. Memory writes (POST, PATCH, DELETE /memories)
-go through a memory client (pgrecall.memory_client.MemoryWriter) that the caller
+go through a memory client (pgrecall.memory.client.MemoryWriter) that the caller
 builds and passes in: this module imports nothing that writes a file or a row.
 `pgrecall api --read-only` is given none and refuses them with 403.
 
@@ -49,10 +49,10 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
-from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
-from pgrecall.memory_export import export_lines
-from pgrecall.memory_history import history
-from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
+from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
+from pgrecall.memory.export import export_lines
+from pgrecall.memory.notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
+from pgrecall.memory.versions import history
 
 log = structlog.get_logger(__name__)
 EXPORT_MEDIA_TYPE = "application/x-ndjson"

@@ -38,9 +38,9 @@ from pgrecall import contract
 from pgrecall.api.search import IndexReader
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
-from pgrecall.memory_client import MemoryWriter, NearDuplicate, resembles
-from pgrecall.memory_history import history
-from pgrecall.memory_notes import read_memories
+from pgrecall.memory.client import MemoryWriter, NearDuplicate, resembles
+from pgrecall.memory.notes import read_memories
+from pgrecall.memory.versions import history
 
 log = structlog.get_logger(__name__)
 ROOTS_TIMEOUT_S = 2.0

@@ -121,7 +121,7 @@ def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, result
     from pgrecall.embedding import embedder_for
     from pgrecall.logs import configure_logging
     from pgrecall.settings import load_settings
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     configure_logging()  # warnings only, to stderr: stdout is the JSON
     settings = load_settings(env)
@@ -174,7 +174,7 @@ def concurrent_remembers(env: dict, url: str, folder: Path, processes: int, dist
 
 def with_service(env: dict, url: str, home: Path, folder: Path, settings, count: int) -> dict:
     from pgrecall.api.search import Searcher
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
     from tests.service import Process, query, wait_for
 
     notes = home / "notes"
@@ -217,7 +217,7 @@ def main() -> int:
     from pgrecall.logs import configure_logging
     from pgrecall.migrate import migrate
     from pgrecall.settings import load_settings
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     configure_logging()
     home = Path(tempfile.mkdtemp(prefix="pgrecall-memory-bench-"))

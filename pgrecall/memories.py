@@ -25,15 +25,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgrecall.memory_client import NearDuplicate, SecretInMemory, StaleVersion
-from pgrecall.memory_history import Version, history
-from pgrecall.memory_notes import Memory, folder_of, list_memories
+from pgrecall.memory.client import NearDuplicate, SecretInMemory, StaleVersion
+from pgrecall.memory.notes import Memory, folder_of, list_memories
+from pgrecall.memory.versions import Version, history
 from pgrecall.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from pgrecall.memory_client import Saved
-    from pgrecall.worker.memory_import import Summary
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.memory.client import Saved
+    from pgrecall.worker.memory.importer import Summary
+    from pgrecall.worker.memory.writer import MemoryClient
 
 __all__ = [
     "NearDuplicate",
@@ -63,7 +63,7 @@ def writable_url(settings: Settings) -> str:
 
 def open_client(settings: Settings) -> MemoryClient:
     """A memory client over the migrated index and the configured memory folder."""
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     return MemoryClient(settings, writable_url(settings), folder_of(settings))
 
@@ -121,7 +121,7 @@ def remember(
     another fact: a number, code, name or negation differs; update one instead if this replaces
     it). Bad input raises InvalidInput.
 
-    Nothing is saved, and pgrecall.memory_client.NearDuplicate is raised, when memories already
+    Nothing is saved, and pgrecall.memory.client.NearDuplicate is raised, when memories already
     say nearly the same (`.similar`: their id, text and similarity; update one with
     update_memory(id, ...), or pass `force=True`); SecretInMemory (an InvalidInput, `.kind`,
     `.where`) when the text or title holds a secret (`allow_secret=True` saves it anyway)."""
@@ -172,7 +172,7 @@ def export_memories() -> list[dict]:
     """Every memory (not the forgotten), oldest first, as `pgrecall memories export` writes them."""
     import json
 
-    from pgrecall.memory_export import export_lines
+    from pgrecall.memory.export import export_lines
 
     return [json.loads(line) for line in export_lines(folder_of(load_settings()))]
 

@@ -199,8 +199,8 @@ def memory_folder(tmp_path):
 
 @pytest.fixture
 def memories(settings, db_url, memory_folder):
-    """The memory client (pgrecall.worker.memory_service.MemoryClient) on this test's database."""
-    from pgrecall.worker.memory_service import MemoryClient
+    """The memory client (pgrecall.worker.memory.writer.MemoryClient) on this test's database."""
+    from pgrecall.worker.memory.writer import MemoryClient
 
     with MemoryClient(settings, db_url, memory_folder) as client:
         yield client

@@ -32,7 +32,7 @@ from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
 from pgrecall.worker import reconcile, recovery, statistics, store, tasks
 from pgrecall.worker.chunk import chunking_signature
-from pgrecall.worker.memories import MemoryFolder
+from pgrecall.worker.memory.files import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.watch import POLLING, Watcher
 

@@ -38,7 +38,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "index": ("index", "reembed"),
     "search": ("search",),
     "recent": ("recent",),
-    "memories": ("remember", "update", "forget", "restore", "memories"),
+    "memory_commands": ("remember", "update", "forget", "restore", "memories"),
     "service": ("serve", "watch", "worker"),
     "sources": ("sources",),
     "servers": ("api", "ui", "mcp"),

@@ -124,7 +124,7 @@ class Recall:
         from psycopg.rows import class_row
 
         from pgrecall import queries
-        from pgrecall.memory_notes import folder_of
+        from pgrecall.memory.notes import folder_of
 
         params = {
             "memory_root": str(folder_of(settings)),

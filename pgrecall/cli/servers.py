@@ -23,7 +23,7 @@ from pgrecall.settings import Settings
 if TYPE_CHECKING:
     from pgrecall.api.search import Searcher
     from pgrecall.api.startup import Startup
-    from pgrecall.memory_client import MemoryWriter
+    from pgrecall.memory.client import MemoryWriter
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -87,7 +87,7 @@ def status_reader(settings: Settings, index: Searcher, read_only: bool) -> Calla
     the worker's scan, which --read-only never imports: there, only what is indexed is shown."""
     from pgrecall import database
     from pgrecall import status as status_module
-    from pgrecall.memory_notes import MemoryNotes, folder_of
+    from pgrecall.memory.notes import MemoryNotes, folder_of
 
     count_files = None
     if not read_only:
@@ -116,7 +116,7 @@ def run_api(args: argparse.Namespace, settings: Settings, listening: socket.sock
     """`listening`: the socket bound to args.host and args.port, if the caller bound it already."""
     from pgrecall import injection_ledger
     from pgrecall.api import editor, http
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.notes import folder_of
 
     http.check_binding(args.host, settings.api_token, args.port)
     editor_command = editor.parse_command(settings.editor_command) if settings.editor_command else None
@@ -207,7 +207,7 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import warm_client
     from pgrecall.api.mcp_server import serve_stdio
     from pgrecall.cli.warm import WarmSearcher
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.notes import folder_of
 
     # The handshake is answered at once; the database, the model and the memory client start in
     # the background (after the SDK's import: started before it, they only slowed it down), tool calls wait.

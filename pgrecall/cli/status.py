@@ -22,7 +22,7 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall import status as status_module
     from pgrecall.embedding import embedder_for
     from pgrecall.languages import model_card_languages
-    from pgrecall.memory_notes import MemoryNotes, folder_of
+    from pgrecall.memory.notes import MemoryNotes, folder_of
     from pgrecall.worker.scan import iter_files
 
     embedder = embedder_for(settings)

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
-from pgrecall.memory_client import NearDuplicate, SecretInMemory
-from pgrecall.worker.memory_service import MemoryClient, MemoryService
+from pgrecall.memory.client import NearDuplicate, SecretInMemory
+from pgrecall.worker.memory.writer import MemoryClient, MemoryService
 from tests.support.secrets import SHAPES
 
 FACT = "Staging runs three replicas since the March outage."

@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from pgrecall.memory_client import MemoryNotFound
-from pgrecall.memory_export import export_lines
-from pgrecall.memory_history import HISTORY, history, recorded_versions
-from pgrecall.memory_notes import folder_of, render
-from pgrecall.worker.memories import MemoryFolder
-from pgrecall.worker.memory_import import import_path
-from pgrecall.worker.memory_service import MemoryService
+from pgrecall.memory.client import MemoryNotFound
+from pgrecall.memory.export import export_lines
+from pgrecall.memory.notes import folder_of, render
+from pgrecall.memory.versions import HISTORY, history, recorded_versions
+from pgrecall.worker.memory.files import MemoryFolder
+from pgrecall.worker.memory.importer import import_path
+from pgrecall.worker.memory.writer import MemoryService
 
 FACT = "Staging runs three replicas since the March outage."
 NEW_FACT = "Staging runs four replicas since the May load test."
@@ -248,7 +248,7 @@ def test_history_and_restore_of_a_version_over_http(settings, db_url, tmp_path, 
 
     from pgrecall.api.http import HistoryOut, create_app
     from pgrecall.api.startup import Ready
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     folder = tmp_path / "memories"
     with MemoryClient(settings, db_url, folder) as memories:
@@ -275,7 +275,7 @@ def test_export_and_import_over_http(settings, db_url, tmp_path, searcher):
 
     from pgrecall.api.http import ImportOut, create_app
     from pgrecall.api.startup import Ready
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     with (
         MemoryClient(settings, db_url, tmp_path / "one") as one,

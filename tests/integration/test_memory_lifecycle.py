@@ -11,10 +11,10 @@ import pytest
 
 from pgrecall import roots
 from pgrecall.errors import InvalidInput
-from pgrecall.memory_client import StaleVersion
-from pgrecall.memory_notes import TRASH, MemoryFolderIsALink, MemoryNotes, render
-from pgrecall.worker.memories import MemoryFolder, new_id, now_utc, relative_path
-from pgrecall.worker.memory_service import MemoryNotFound, MemoryService
+from pgrecall.memory.client import StaleVersion
+from pgrecall.memory.notes import TRASH, MemoryFolderIsALink, MemoryNotes, render
+from pgrecall.worker.memory.files import MemoryFolder, new_id, now_utc, relative_path
+from pgrecall.worker.memory.writer import MemoryNotFound, MemoryService
 from tests.service import query
 
 FACT = "Staging runs three replicas since the March outage."
@@ -122,7 +122,7 @@ def test_dedupe_reads_the_folder_a_note_written_but_not_indexed_counts(settings,
     files = MemoryFolder(memory_folder)
     files.ensure()
     now, memory_id = now_utc(), new_id()
-    from pgrecall.memory_notes import Memory
+    from pgrecall.memory.notes import Memory
 
     crashed = Memory(memory_id, relative_path(memory_id, now, None, FACT), None, FACT, (), "cli", {}, now, now)
     files.write(crashed)

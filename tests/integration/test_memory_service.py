@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from pgrecall.errors import InvalidInput
-from pgrecall.worker.memory_service import MemoryNotFound, MemoryService
+from pgrecall.worker.memory.writer import MemoryNotFound, MemoryService
 from tests.service import query
 
 

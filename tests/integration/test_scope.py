@@ -17,7 +17,7 @@ import pytest
 from pgrecall import contract, database
 from pgrecall.migrate import bundled_migrations, migrate
 from pgrecall.worker import store
-from pgrecall.worker.memory_service import MemoryService
+from pgrecall.worker.memory.writer import MemoryService
 from tests.notes import conversation, write_export, write_notes
 
 A, B = "/work/apollo", "/work/borealis"  # no such folders: kept as the resolved paths

@@ -162,7 +162,7 @@ def test_queue_depth_takes_the_queue_name_and_only_the_reader_may_call_it(db_url
 
 
 def test_memories_count_notes_on_disk_and_in_the_index(index, settings, db_url, tmp_path):
-    from pgrecall.worker.memories import Memory, MemoryFolder, relative_path
+    from pgrecall.worker.memory.files import Memory, MemoryFolder, relative_path
 
     folder = MemoryFolder(tmp_path / "memories")
     for number, text in enumerate(("Staging runs three replicas.", "Deploys go out on Tuesdays."), 1):

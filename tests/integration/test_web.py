@@ -10,7 +10,7 @@ from pgrecall.api.http import create_app
 from pgrecall.api.web_text import minute
 from pgrecall.cli.servers import status_reader
 from pgrecall.locks import WATCH_LOCK_PREFIX
-from pgrecall.memory_notes import Memory, relative_path, render
+from pgrecall.memory.notes import Memory, relative_path, render
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
 

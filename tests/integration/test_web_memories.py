@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from pgrecall import contract
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
-from pgrecall.memory_notes import MemoryNotes, read_memories
+from pgrecall.memory.notes import MemoryNotes, read_memories
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
 SITE = "http://127.0.0.1:8765"

@@ -230,7 +230,7 @@ def test_the_parser_sees_lazy_imports_and_leaves_type_checking_out():
 from typing import TYPE_CHECKING
 from . import kinds
 if TYPE_CHECKING:
-    from pgrecall.worker import memories
+    from pgrecall.worker.memory import files as memories
 else:
     import pgrecall.errors
 def later():

@@ -212,7 +212,7 @@ PYTHON_UPDATER = textwrap.dedent(
     """
     import sys
     from pgrecall.memories import update_memory
-    from pgrecall.memory_client import StaleVersion
+    from pgrecall.memory.client import StaleVersion
     try:
         update_memory(sys.argv[1], text=sys.argv[3], expect=sys.argv[2])
     except StaleVersion as exc:

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from pgrecall.memory_history import recorded_versions
-from pgrecall.memory_notes import MemoryNotes
+from pgrecall.memory.notes import MemoryNotes
+from pgrecall.memory.versions import recorded_versions
 from tests.support.cli import cli_env as make_env
 from tests.support.cli import run_cli
 
@@ -81,10 +81,11 @@ KILLED_CHANGE = textwrap.dedent(
     """
     import asyncio, sys, threading
     from pathlib import Path
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.notes import folder_of
     from pgrecall.settings import load_settings
-    from pgrecall.worker import memories, memory_history
-    from pgrecall.worker.memory_service import MemoryService
+    from pgrecall.worker.memory import files as memories
+    from pgrecall.worker.memory import history_writer as memory_history
+    from pgrecall.worker.memory.writer import MemoryService
 
     point, reached, memory_id, text = sys.argv[1:5]
 

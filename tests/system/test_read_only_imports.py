@@ -176,4 +176,4 @@ def test_an_api_that_writes_does_import_the_write_path(database_url, tmp_path):
     """The check above sees the write path when it is there: a write loads the worker and the memory client."""
     answers, modules = run_api(database_url, tmp_path)
     assert answers["remember"] == 201
-    assert "pgrecall.worker.memory_service" in modules and "pgrecall.memories" in modules
+    assert "pgrecall.worker.memory.writer" in modules and "pgrecall.memories" in modules

@@ -1,7 +1,7 @@
 """The memory client as the interfaces see it: what HTTP handlers and MCP tools call to write memories.
 
 A typing.Protocol, so that the read side can name the type without importing the
-write path: pgrecall.worker.memory_service.MemoryClient implements it, and the
+write path: pgrecall.worker.memory.writer.MemoryClient implements it, and the
 composition root (pgrecall.cli, pgrecall.memories) builds it and hands it over.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from pgrecall.errors import InvalidInput, PgRecallError
-from pgrecall.memory_history import Version
-from pgrecall.memory_notes import Memory, MemoryNotFound  # noqa: F401 - MemoryNotFound: the interfaces' name for it
+from pgrecall.memory.notes import Memory, MemoryNotFound  # noqa: F401 - MemoryNotFound: the interfaces' name for it
+from pgrecall.memory.versions import Version
 
 
 class StaleVersion(PgRecallError):
@@ -154,7 +154,7 @@ class MemoryWriter(Protocol):
 
     def history(self, memory_id: str) -> list[Version]: ...
 
-    def import_lines(self, content: str) -> Any: ...  # a pgrecall.worker.memory_import.Summary
+    def import_lines(self, content: str) -> Any: ...  # a pgrecall.worker.memory.importer.Summary
 
     def list(
         self, since: str | None = None, tags: Iterable[str] | None = None, limit: int = 50, forgotten: bool = False

@@ -1,6 +1,6 @@
 """What `remember` refuses at the door: a near-duplicate of a memory already kept, and a secret.
 
-Pure functions: the memory service (pgrecall.worker.memory_service) gives them the new
+Pure functions: the memory service (pgrecall.worker.memory.writer) gives them the new
 text, and for near-duplicates the nearest memories by vector (sql/queries/door.sql) with
 the text their notes hold; these decide.
 
@@ -30,8 +30,8 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from pgrecall.memory_client import NearDuplicate, SecretInMemory
-from pgrecall.memory_client import SimilarMemory as Candidate
+from pgrecall.memory.client import NearDuplicate, SecretInMemory
+from pgrecall.memory.client import SimilarMemory as Candidate
 from pgrecall.terms import identifier_terms
 from pgrecall.worker.redact import find_secrets
 

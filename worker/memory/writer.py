@@ -13,7 +13,7 @@ update and forget hold a lock keyed by the memory's id, across processes, while
 they compare the caller's `expect` with the note's version and write: of two
 updates made from one version, the second is refused (StaleVersion).
 
-remember's door (pgrecall.worker.memory_door) refuses, saving nothing, a text that holds a
+remember's door (pgrecall.worker.memory.door) refuses, saving nothing, a text that holds a
 secret (SecretInMemory, before any lock) and, under the text's lock, once the exact-text check
 found nothing, a text nearly the same as a memory of the folder (NearDuplicate): `force` and
 `allow_secret` let them through.
@@ -32,17 +32,21 @@ from typing import Any
 import psycopg
 import structlog
 
-from pgrecall import contract, database, memory_history, memory_notes, queries
+from pgrecall import contract, database, queries
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
-from pgrecall.memory_client import MemoryNotFound, Saved, StaleVersion
-from pgrecall.memory_notes import Memory, MemoryUnreadable
+from pgrecall.memory import notes as memory_notes
+from pgrecall.memory import versions as memory_history
+from pgrecall.memory.client import MemoryNotFound, Saved, StaleVersion
+from pgrecall.memory.notes import Memory, MemoryUnreadable
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
-from pgrecall.worker import memories, memory_door, store
-from pgrecall.worker import memory_history as memory_history_writer
+from pgrecall.worker import store
 from pgrecall.worker.adapters.markdown import heading_path
 from pgrecall.worker.document import embedding_text
-from pgrecall.worker.memories import MemoryFolder
+from pgrecall.worker.memory import door as memory_door
+from pgrecall.worker.memory import files as memories
+from pgrecall.worker.memory import history_writer as memory_history_writer
+from pgrecall.worker.memory.files import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
 from pgrecall.worker.redact import redact
 
@@ -50,7 +54,7 @@ Q = queries.load("memories.sql")
 DOOR = queries.load("door.sql")
 log = structlog.get_logger("pgrecall.memories")
 
-__all__ = ["MemoryClient", "MemoryNotFound", "MemoryService", "Saved"]  # the last two: pgrecall.memory_client's
+__all__ = ["MemoryClient", "MemoryNotFound", "MemoryService", "Saved"]  # the last two: pgrecall.memory.client's
 
 
 class MemoryService:
@@ -371,7 +375,7 @@ def _check_version(current: Memory, expect: str | None) -> None:
 
 class MemoryClient:
     """The memory service for synchronous callers (HTTP handlers, MCP tools, the Python API):
-    the service runs on an event loop of its own, in one thread. A pgrecall.memory_client.MemoryWriter."""
+    the service runs on an event loop of its own, in one thread. A pgrecall.memory.client.MemoryWriter."""
 
     def __init__(self, settings: Settings, url: str, folder: Path):
         self._loop = asyncio.new_event_loop()
@@ -430,12 +434,12 @@ class MemoryClient:
         return self._service.history(memory_id)
 
     def import_path(self, path: Path):
-        from pgrecall.worker.memory_import import import_path
+        from pgrecall.worker.memory.importer import import_path
 
         return self._call(import_path(self._service, Path(path)))
 
     def import_lines(self, content: str):
-        from pgrecall.worker.memory_import import import_records, json_line_records
+        from pgrecall.worker.memory.importer import import_records, json_line_records
 
         return self._call(import_records(self._service, json_line_records(content, "body")))
 

@@ -1,4 +1,4 @@
-"""Import of memories: an export's JSON Lines (pgrecall.memory_export), basic-memory notes, plain Markdown.
+"""Import of memories: an export's JSON Lines (pgrecall.memory.export), basic-memory notes, plain Markdown.
 
 Importing an export is idempotent: an id already there with the same text is left alone, an id
 there with another text is a conflict (left alone and named: the user decides), a new id is
@@ -24,15 +24,16 @@ from typing import Any, Protocol
 import structlog
 import yaml
 
-from pgrecall import contract, memory_notes
+from pgrecall import contract
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.front_matter import split_front_matter
-from pgrecall.memory_notes import Memory
-from pgrecall.worker.memories import MemoryFolder
+from pgrecall.memory import notes as memory_notes
+from pgrecall.memory.notes import Memory
+from pgrecall.worker.memory.files import MemoryFolder
 
 
 class MemoryService(Protocol):
-    """What an import needs of pgrecall.worker.memory_service.MemoryService (which calls it)."""
+    """What an import needs of pgrecall.worker.memory.writer.MemoryService (which calls it)."""
 
     files: MemoryFolder
 
@@ -228,7 +229,7 @@ async def import_records(service: MemoryService, items: Iterable[Record | tuple[
 async def _import_one(service: MemoryService, record: Record, summary: Summary) -> None:
     import asyncio
 
-    from pgrecall.worker import memories
+    from pgrecall.worker.memory import files as memories
 
     if record.id is None:
         # force: the user brings these notes in on purpose (the exact-text dedupe still holds); a

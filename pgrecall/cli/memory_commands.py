@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from pgrecall.cli import memory_history
+from pgrecall.cli import memories_subcommands as memory_history
 from pgrecall.cli.common import command, key_values, text_argument, url
 from pgrecall.settings import Settings
 
@@ -117,14 +117,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _service(settings: Settings):
-    from pgrecall.memory_notes import folder_of
-    from pgrecall.worker.memory_service import MemoryService
+    from pgrecall.memory.notes import folder_of
+    from pgrecall.worker.memory.writer import MemoryService
 
     return MemoryService(settings, url(settings), folder_of(settings))
 
 
 def _print_saved(saved, folder: str, as_json: bool, verb: str) -> None:
-    from pgrecall.memory_client import resembles
+    from pgrecall.memory.client import resembles
 
     if saved.similar:  # saved as a new fact; the memories it resembles are named, on stderr as warnings are
         print(f"pgrecall: {resembles(saved.similar, 'cli')}", file=sys.stderr)
@@ -151,7 +151,7 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
     text = text_argument(args.text)
     metadata = with_project(key_values(args.meta), os.getcwd() if args.here else args.project)
 
-    from pgrecall.memory_client import NearDuplicate, SecretInMemory
+    from pgrecall.memory.client import NearDuplicate, SecretInMemory
 
     async def run():
         async with _service(settings) as service:
@@ -181,7 +181,7 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
 def run_update(args: argparse.Namespace, settings: Settings) -> int:
     text = text_argument(args.text, required=False)
 
-    from pgrecall.memory_client import SecretInMemory
+    from pgrecall.memory.client import SecretInMemory
 
     async def run():
         async with _service(settings) as service:
@@ -224,7 +224,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_memories(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.memory_notes import folder_of, read_memories
+    from pgrecall.memory.notes import folder_of, read_memories
 
     unreadable: list[str] = []
     chosen = read_memories(

@@ -1,6 +1,6 @@
 """Memory notes, read: the note format (a Markdown note with YAML front matter) and the folder's notes, listed.
 
-Both sides import it: the memory write path (pgrecall.worker.memories writes and
+Both sides import it: the memory write path (pgrecall.worker.memory.files writes and
 deletes notes in this format) and the read-only side, which lists memories
 without a database. Nothing here writes a file.
 
@@ -178,7 +178,7 @@ def parse(relative: str, content: str) -> Memory | None:
 
 
 class MemoryNotes:
-    """The notes of a memory folder, read; pgrecall.worker.memories.MemoryFolder writes them.
+    """The notes of a memory folder, read; pgrecall.worker.memory.files.MemoryFolder writes them.
 
     A note that cannot be read (mode 000) is never a traceback: `read` raises MemoryUnreadable
     (one line), `memories` skips it and lists it in `unreadable`.

@@ -1,7 +1,7 @@
 """Export of memories: every memory of the folder as JSON Lines, read from the folder (no database).
 
 A line is one memory: id, title, text, tags, source, metadata, created, updated, and project (the
-metadata's, repeated for readers of the file). pgrecall.worker.memory_import reads it back.
+metadata's, repeated for readers of the file). pgrecall.worker.memory.importer reads it back.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pgrecall.memory_notes import Memory, MemoryNotes
+from pgrecall.memory.notes import Memory, MemoryNotes
 
 EXPORT_FIELDS = ("id", "title", "text", "tags", "source", "metadata", "created", "updated", "project")
 

@@ -49,8 +49,8 @@ def add_subcommands(listing: argparse.ArgumentParser) -> None:
 
 
 def run_history(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.memory_history import history
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.notes import folder_of
+    from pgrecall.memory.versions import history
 
     memory_id = args.id.strip().lower()
     versions = history(folder_of(settings), args.id)
@@ -65,8 +65,8 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.memory_export import export_lines
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.export import export_lines
+    from pgrecall.memory.notes import folder_of
 
     unreadable: list[str] = []
     lines = export_lines(folder_of(settings), unreadable)
@@ -92,9 +92,9 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
-    from pgrecall.memory_notes import folder_of
-    from pgrecall.worker.memory_import import import_path
-    from pgrecall.worker.memory_service import MemoryService
+    from pgrecall.memory.notes import folder_of
+    from pgrecall.worker.memory.importer import import_path
+    from pgrecall.worker.memory.writer import MemoryService
 
     source = Path(args.path).expanduser()
 

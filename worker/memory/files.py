@@ -3,7 +3,7 @@
 The files are the source of truth. A memory survives any rebuild of the index,
 and the user can read, edit, grep, sync and version it like any other note;
 it reaches the index through the same pipeline as every other file. The note
-format and the reading are pgrecall.memory_notes, which the read-only side
+format and the reading are pgrecall.memory.notes, which the read-only side
 imports without this module.
 
 Forgetting moves a note into the folder's trash (`.trash/`, hidden: never
@@ -14,10 +14,10 @@ of notes forgotten longer ago than PGRECALL_MEMORY_TRASH_DAYS.
 A note is written atomically (a private temporary file, fsync, rename, fsync
 of the folder), readable by its owner only, in folders only its owner may
 enter. Only notes found by their id inside the memory folder can be changed
-or removed (pgrecall.memory_notes.MemoryNotes.locate).
+or removed (pgrecall.memory.notes.MemoryNotes.locate).
 
 Each change first writes the memory's next version into its history (`.history/<id>/`,
-pgrecall.worker.memory_history), then takes effect; deleting for good (`purge`, the trash's
+pgrecall.worker.memory.history_writer), then takes effect; deleting for good (`purge`, the trash's
 purge) deletes the history too.
 """
 
@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from pgrecall.errors import InvalidInput
-from pgrecall.memory_history import version_files
-from pgrecall.memory_notes import TRASH, Memory, MemoryNotes, is_inside, mtime_iso, parse, relative_path, render
-from pgrecall.worker import memory_history
+from pgrecall.memory.notes import TRASH, Memory, MemoryNotes, is_inside, mtime_iso, parse, relative_path, render
+from pgrecall.memory.versions import version_files
+from pgrecall.worker.memory import history_writer as memory_history
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "Memory", "MemoryFolder", "new_id", "now_utc", "relative_path"]

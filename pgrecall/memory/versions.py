@@ -5,7 +5,7 @@ as version n left it; event is remember, update, forget, restore or edit (a chan
 or a note that predates history). Hidden, like the trash, so never scanned nor indexed.
 Versioned files rather than a git repository: no dependency, and each version is written with
 the discipline the notes already use (a private temporary file, fsync, rename), so a crash
-leaves a version whole or absent. pgrecall.worker.memory_history writes them.
+leaves a version whole or absent. pgrecall.worker.memory.history_writer writes them.
 
 A version is written before its change takes effect, so a process killed in between leaves a
 last version the note never reached. Which versions count is `plan`, a pure function of the
@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pgrecall.memory_notes import TRASH, MemoryNotes, MemoryNotFound, parse
+from pgrecall.memory.notes import TRASH, MemoryNotes, MemoryNotFound, parse
 
 HISTORY = ".history"
 EVENTS = ("remember", "update", "forget", "restore", "edit")
@@ -80,7 +80,7 @@ class State:
 
 
 def _unparsed(memory_id: str):
-    from pgrecall.memory_notes import Memory
+    from pgrecall.memory.notes import Memory
 
     return Memory(memory_id, "", None, "", (), None, {}, "", "")
 
