@@ -52,6 +52,7 @@ from pgrecall.errors import (
 from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory.export import export_lines
 from pgrecall.memory.notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
+from pgrecall.memory.request import remember_request
 from pgrecall.memory.versions import history
 
 log = structlog.get_logger(__name__)
@@ -506,13 +507,15 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
     def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
         metadata = contract.with_project(body.metadata, body.project)
         saved = writer().remember(
-            body.text,
-            title=body.title,
-            tags=body.tags,
-            metadata=metadata,
-            source=source or "http",
-            force=body.force,
-            allow_secret=body.allow_secret,
+            remember_request(
+                body.text,
+                title=body.title,
+                tags=body.tags,
+                metadata=metadata,
+                source=source or "http",
+                force=body.force,
+                allow_secret=body.allow_secret,
+            )
         )
         if not saved.created:
             response.status_code = 200

@@ -40,6 +40,7 @@ from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
 from pgrecall.memory.client import MemoryWriter, NearDuplicate, resembles
 from pgrecall.memory.notes import read_memories
+from pgrecall.memory.request import remember_request
 from pgrecall.memory.versions import history
 
 log = structlog.get_logger(__name__)
@@ -305,13 +306,15 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         def save() -> dict[str, Any]:
             try:
                 saved = memories.get().remember(
-                    text,
-                    title=title,
-                    tags=tags,
-                    metadata=with_project,
-                    source=source,
-                    force=force,
-                    allow_secret=allow_secret,
+                    remember_request(
+                        text,
+                        title=title,
+                        tags=tags,
+                        metadata=with_project,
+                        source=source,
+                        force=force,
+                        allow_secret=allow_secret,
+                    )
                 )
             except NearDuplicate as exc:  # an answer to act on, not a failure
                 near = [memory.to_json() for memory in exc.similar]

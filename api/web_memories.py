@@ -35,6 +35,7 @@ from pgrecall.api.web import PageRoute, page, render_markdown
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory.notes import Memory, MemoryNotes, MemoryUnreadable, read_memories
+from pgrecall.memory.request import remember_request
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 SOURCE = "web"  # who wrote a memory from the page (its front matter's `source`)
@@ -221,12 +222,14 @@ def router(
             return refused(request)
         try:
             saved = writer().remember(
-                text,
-                title=title or None,
-                tags=tag_list(tags),
-                metadata=contract.with_project(None, project or None),
-                source=SOURCE,
-                force=force == "true",  # the form's "Save anyway" button, shown beside a near-duplicate
+                remember_request(
+                    text,
+                    title=title or None,
+                    tags=tag_list(tags),
+                    metadata=contract.with_project(None, project or None),
+                    source=SOURCE,
+                    force=force == "true",  # the form's "Save anyway" button, shown beside a near-duplicate
+                )
             )
         except NearDuplicate as exc:
             near = [{**m.to_json(), "similarity": round(m.similarity, 2)} for m in exc.similar]

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pgrecall.iso_time import parse_time
 from pgrecall.terms import identifier_terms
 
 LONG_WORD = 8
@@ -40,16 +41,6 @@ def distinctive_terms(text: str, prompt: str) -> list[str]:
 
 def strong(term: str) -> bool:
     return len(term) >= 5 and any(c.isdigit() or c == "_" for c in term)
-
-
-def parse_time(value: Any) -> datetime.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
 def assistant_turns(lines: Iterable[str]) -> list[tuple[datetime.datetime, str, list[str]]]:

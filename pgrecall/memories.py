@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pgrecall.memory.client import NearDuplicate, SecretInMemory, StaleVersion
 from pgrecall.memory.notes import Memory, folder_of, list_memories
+from pgrecall.memory.request import remember_request
 from pgrecall.memory.versions import Version, history
 from pgrecall.settings import Settings, load_settings
 
@@ -129,7 +130,9 @@ def remember(
 
     metadata = with_project(metadata, project)
     return default_client().remember(
-        text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
+        remember_request(
+            text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
+        )
     )
 
 

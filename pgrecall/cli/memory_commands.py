@@ -147,6 +147,7 @@ def _secret_refused(exc, as_json: bool) -> int:
 
 def run_remember(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.contract import with_project
+    from pgrecall.memory.request import remember_request
 
     text = text_argument(args.text)
     metadata = with_project(key_values(args.meta), os.getcwd() if args.here else args.project)
@@ -155,7 +156,7 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run():
         async with _service(settings) as service:
-            return service.root, await service.remember(
+            request = remember_request(
                 text,
                 title=args.title,
                 tags=args.tag,
@@ -164,6 +165,7 @@ def run_remember(args: argparse.Namespace, settings: Settings) -> int:
                 force=args.force,
                 allow_secret=args.allow_secret,
             )
+            return service.root, await service.remember(request)
 
     try:
         folder, saved = asyncio.run(run())

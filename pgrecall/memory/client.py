@@ -8,11 +8,12 @@ composition root (pgrecall.cli, pgrecall.memories) builds it and hands it over.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from pgrecall.errors import InvalidInput, PgRecallError
 from pgrecall.memory.notes import Memory, MemoryNotFound  # noqa: F401 - MemoryNotFound: the interfaces' name for it
+from pgrecall.memory.request import RememberRequest
 from pgrecall.memory.versions import Version
 
 
@@ -127,16 +128,7 @@ class MemoryWriter(Protocol):
     them; `force` saves it anyway) and, as update does, one holding a secret (SecretInMemory; `allow_secret`).
     history: every version of a memory, oldest first; restore with `version` brings one back."""
 
-    def remember(
-        self,
-        text: str,
-        title: str | None = None,
-        tags: Iterable[str] | None = (),
-        metadata: Mapping[str, Any] | None = None,
-        source: str | None = None,
-        force: bool = False,
-        allow_secret: bool = False,
-    ) -> Saved: ...
+    def remember(self, request: RememberRequest) -> Saved: ...
 
     def update(
         self,

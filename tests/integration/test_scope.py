@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from pgrecall import contract, database
+from pgrecall.memory.request import remember_request
 from pgrecall.migrate import bundled_migrations, migrate
 from pgrecall.worker import store
 from pgrecall.worker.memory.writer import MemoryService
@@ -157,7 +158,9 @@ def test_a_memory_carries_its_project_and_its_creation_time(settings, db_url, se
     async def remember():
         async with MemoryService(settings, db_url, tmp_path / "memories") as service:
             here = contract.with_project(None, str(repo / "api"))
-            return await service.remember("Apollo releases are cut from the main branch on Mondays.", metadata=here)
+            return await service.remember(
+                remember_request("Apollo releases are cut from the main branch on Mondays.", metadata=here)
+            )
 
     saved = asyncio.run(remember())
     assert saved.memory.metadata["project"] == str(repo.resolve())

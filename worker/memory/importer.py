@@ -27,8 +27,10 @@ import yaml
 from pgrecall import contract
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.front_matter import split_front_matter
+from pgrecall.iso_time import parse_time
 from pgrecall.memory import notes as memory_notes
 from pgrecall.memory.notes import Memory
+from pgrecall.memory.request import RememberRequest, remember_request
 from pgrecall.worker.memory.files import MemoryFolder
 
 
@@ -37,7 +39,7 @@ class MemoryService(Protocol):
 
     files: MemoryFolder
 
-    async def remember(self, text: str, **fields: Any) -> Any: ...
+    async def remember(self, request: RememberRequest) -> Any: ...
 
     def locked_memory(self, memory_id: str) -> contextlib.AbstractAsyncContextManager[None]: ...
 
@@ -193,14 +195,9 @@ def _tags(value: Any) -> tuple[str, ...]:
 
 def _time(value: Any) -> str | None:
     """An ISO 8601 time as the notes write it (UTC, seconds, Z); None when it is not one."""
-    if not isinstance(value, str):
+    moment = parse_time(value)
+    if moment is None:
         return None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
     moment = moment.astimezone(datetime.UTC).replace(microsecond=0)
     return moment.isoformat().replace("+00:00", "Z")
 
@@ -235,12 +232,14 @@ async def _import_one(service: MemoryService, record: Record, summary: Summary) 
         # force: the user brings these notes in on purpose (the exact-text dedupe still holds); a
         # secret is still refused, listed under failed with its kind and place.
         saved = await service.remember(
-            record.text,
-            title=record.title,
-            tags=record.tags,
-            metadata=record.metadata,
-            source=record.source,
-            force=True,
+            remember_request(
+                record.text,
+                title=record.title,
+                tags=record.tags,
+                metadata=record.metadata,
+                source=record.source,
+                force=True,
+            )
         )
         (summary.added if saved.created else summary.unchanged).append(saved.memory.id)
         return

@@ -38,6 +38,7 @@ from pgrecall.memory import notes as memory_notes
 from pgrecall.memory import versions as memory_history
 from pgrecall.memory.client import MemoryNotFound, Saved, StaleVersion
 from pgrecall.memory.notes import Memory, MemoryUnreadable
+from pgrecall.memory.request import RememberRequest
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import store
@@ -126,45 +127,31 @@ class MemoryService:
             return False
         return outcome.status in ("indexed", "unchanged")
 
-    async def remember(
-        self,
-        text: Any,
-        title: Any = None,
-        tags: Any = (),
-        metadata: Any = None,
-        source: Any = None,
-        force: Any = False,
-        allow_secret: Any = False,
-    ) -> Saved:
-        """`force`: save even a near-duplicate (the exact same text still returns its memory);
-        `allow_secret`: save even a text holding a secret."""
-        clean_text = contract.memory_text(text)
-        clean_title = contract.memory_title(title)
-        clean_tags = contract.memory_tags(tags)
-        clean_metadata = contract.memory_metadata(metadata)
-        clean_source = contract.memory_source(source)
-        if not isinstance(force, bool):
-            raise InvalidInput("force must be true or false")
-        _refuse_secrets(clean_text, clean_title, allow_secret)
-        digest = memory_notes.content_digest(clean_text)
+    async def remember(self, request: RememberRequest) -> Saved:
+        """`request.force`: save even a near-duplicate (the exact same text still returns its memory);
+        `request.allow_secret`: save even a text holding a secret."""
+        _refuse_secrets(request.text, request.title, request.allow_secret)
+        digest = memory_notes.content_digest(request.text)
         async with self._locked(f"pgrecall.memory.text:{self.root}:{digest}"):
-            existing = await self._find_same_text(clean_text, digest)
+            existing = await self._find_same_text(request.text, digest)
             if existing is not None:
                 # A note its writer did not live to index is indexed now; an indexed one is unchanged.
                 return Saved(existing, created=False, indexed=await self._index(existing))
             # The check's vector is the note's: indexing it embeds nothing again.
-            vectors, similar = ({}, []) if force else await self._refuse_near_duplicates(clean_text, clean_title)
+            vectors, similar = (
+                ({}, []) if request.force else await self._refuse_near_duplicates(request.text, request.title)
+            )
             now = memories.now_utc()
             memory_id = memories.new_id()
             memory = Memory(
                 id=memory_id,
                 # With allow_secret, the secret is kept in the note but not in its name (logs and listings show it).
-                path=memories.relative_path(memory_id, now, *_without_secrets(clean_title, clean_text)),
-                title=clean_title,
-                text=clean_text,
-                tags=clean_tags,
-                source=clean_source,
-                metadata=clean_metadata,
+                path=memories.relative_path(memory_id, now, *_without_secrets(request.title, request.text)),
+                title=request.title,
+                text=request.text,
+                tags=request.tags,
+                source=request.source,
+                metadata=request.metadata,
                 created=now,
                 updated=now,
             )
@@ -395,21 +382,8 @@ class MemoryClient:
     def _call(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
-    def remember(
-        self,
-        text: Any,
-        title: Any = None,
-        tags: Any = (),
-        metadata: Any = None,
-        source: Any = None,
-        force: Any = False,
-        allow_secret: Any = False,
-    ) -> Saved:
-        return self._call(
-            self._service.remember(
-                text, title=title, tags=tags, metadata=metadata, source=source, force=force, allow_secret=allow_secret
-            )
-        )
+    def remember(self, request: RememberRequest) -> Saved:
+        return self._call(self._service.remember(request))
 
     def update(
         self,
