@@ -2,10 +2,10 @@
 
 Importing it loads neither the worker nor the queue, and nothing here writes a
 file or a row. The memory writes (remember, update_memory, forget) are
-pgrecall.memories.
+pgrecall.composition.memories.
 """
 
-from pgrecall.api.search import Document, Hit, Searcher, get_document, search
+from pgrecall.api.searcher import Document, Hit, Searcher, get_document, search
 from pgrecall.memory.notes import list_memories
 
 __all__ = [

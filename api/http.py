@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
 from pgrecall.api import injection_routes, web, web_memories
-from pgrecall.api.search import Searcher
+from pgrecall.api.searcher import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.errors import (
@@ -53,7 +53,7 @@ from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
 from pgrecall.memory.export import export_lines
 from pgrecall.memory.notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
 from pgrecall.memory.request import remember_request
-from pgrecall.memory.versions import history
+from pgrecall.memory.version_history import history
 
 log = structlog.get_logger(__name__)
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
@@ -641,7 +641,7 @@ def create_app(
     by the caller: this module never imports the write path); None, or `read_only`, refuses writes
     with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client.
     `editor_command`: the document page's "Open in editor" (pgrecall.api.editor.parse_command).
-    `injections`: the hooks' records (pgrecall.injection_ledger) that GET /report reads."""
+    `injections`: the hooks' records (pgrecall.claude_integration.injection_ledger) that GET /report reads."""
     app = FastAPI(
         title="pgrecall",
         version="1",

@@ -35,13 +35,13 @@ from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import ValidationError
 
 from pgrecall import contract
-from pgrecall.api.search import IndexReader
+from pgrecall.api.searcher import IndexReader
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
 from pgrecall.memory.client import MemoryWriter, NearDuplicate, resembles
 from pgrecall.memory.notes import read_memories
 from pgrecall.memory.request import remember_request
-from pgrecall.memory.versions import history
+from pgrecall.memory.version_history import history
 
 log = structlog.get_logger(__name__)
 ROOTS_TIMEOUT_S = 2.0

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgrecall.evaluate import percentile
+from pgrecall.composition.evaluation import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgrecall.embedding import embedder_for
+from pgrecall.embedders.embedding import embedder_for
 from pgrecall.settings import load_settings
 from pgrecall.worker.memory.door import Candidate, is_near_duplicate, is_similar
 

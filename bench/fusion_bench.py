@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from pgrecall.evaluate import DEPTH, eval_database_url, ir_metrics, load_dataset, write_notes
+from pgrecall.composition.evaluation import DEPTH, eval_database_url, ir_metrics, load_dataset, write_notes
 
 
 def main() -> int:
@@ -34,9 +34,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from pgrecall import bm25
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
     from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
-    from pgrecall.embedding import embedder_for
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.settings import load_settings
 
     settings = load_settings()

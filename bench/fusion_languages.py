@@ -13,10 +13,9 @@ Without --both only the second run (the first is what `pgrecall eval` prints for
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
-from pgrecall.evaluate import format_table, run_eval
+from pgrecall.composition.evaluation import format_table, run_eval
 from pgrecall.settings import load_settings
 
 MODES = ["keyword", "hybrid", "hybrid:rrf"]
@@ -32,7 +31,8 @@ def main() -> None:
     if args.both:
         print("== keyword-only for languages the model does not cover (search as it is)")
         print(format_table(run_eval(settings, args.dataset, split=args.split, modes=MODES)))
-    search = importlib.import_module("pgrecall.api.search")  # the module (pgrecall.api.search is also a function)
+    from pgrecall.api import searcher as search
+
     real = search.model_card_languages
     search.model_card_languages = lambda path: None  # every language covered: both arms for all
     try:

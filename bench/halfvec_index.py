@@ -68,8 +68,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from pgrecall import database
     from pgrecall.logs import configure_logging
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     configure_logging()

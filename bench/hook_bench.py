@@ -33,7 +33,7 @@ from pathlib import Path
 from processes import as_installed
 
 from pgrecall import warm_client
-from pgrecall.evaluate import percentile
+from pgrecall.composition.evaluation import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pgrecall.cli import main; sys.exit(main())"

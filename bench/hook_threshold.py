@@ -30,8 +30,8 @@ import json
 import statistics
 from pathlib import Path
 
-from pgrecall import hooks
-from pgrecall.evaluate import eval_database_url, load_dataset, percentile, write_notes
+from pgrecall.claude_integration import hooks
+from pgrecall.composition.evaluation import eval_database_url, load_dataset, percentile, write_notes
 from pgrecall.settings import load_settings
 
 ANSWERED_TARGET = 0.8
@@ -207,8 +207,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from pgrecall.cli.hook import Recall
-    from pgrecall.embedding import embedder_for
+    from pgrecall.cli.hook_commands import Recall
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
 
     settings = load_settings()

@@ -25,7 +25,7 @@ import httpx
 import psycopg
 from psycopg import sql
 
-from pgrecall.evaluate import percentile
+from pgrecall.composition.evaluation import percentile
 
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_http_bench"
@@ -84,7 +84,7 @@ def main() -> int:
     parser.add_argument("--dataset", default="../shared/data/scifact")
     args = parser.parse_args()
 
-    from pgrecall import database
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

@@ -26,15 +26,16 @@ from pathlib import Path
 
 import psycopg
 
-from pgrecall import bm25, database, queries
-from pgrecall.evaluate import eval_database_url, load_dataset, percentile
+from pgrecall import bm25
+from pgrecall.composition.evaluation import eval_database_url, load_dataset, percentile
+from pgrecall.postgres import database, queries
 from pgrecall.terms import identifier_terms
 
 
 def revision_arm(revision: str) -> str:
     """The keyword arm (unfiltered) of sql/queries/search.sql at `revision`, from before its
     postings were scored in Python (pgrecall.api.keyword): one query that ranks."""
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
 
     text = subprocess.run(
         ["git", "show", f"{revision}:sql/queries/search.sql"],
@@ -53,7 +54,7 @@ def revision_arm(revision: str) -> str:
 
 
 def params(query: str) -> dict:
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
 
     return {
         **store._filter_values(None),
@@ -98,7 +99,7 @@ def index_url(settings, dataset, args: argparse.Namespace) -> str:
 
 def end_to_end(args: argparse.Namespace) -> int:
     import pgrecall
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.settings import load_settings
 
     settings = load_settings()
@@ -147,7 +148,7 @@ def main() -> int:
     if args.end_to_end:
         return end_to_end(args)
 
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
     from pgrecall.settings import load_settings
 
     settings = load_settings()

@@ -39,7 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from pgrecall.evaluate import _safe_name, document_run, eval_database_name, ir_metrics, load_dataset, percentile
+from pgrecall.composition.evaluation import (
+    _safe_name,
+    document_run,
+    eval_database_name,
+    ir_metrics,
+    load_dataset,
+    percentile,
+)
 
 K = 10
 
@@ -61,7 +68,7 @@ def keyword_texts(rows: list[tuple[int, int, int, str, str, int | None]]) -> lis
 
 def read_chunks(url: str) -> dict[str, Any]:
     """The index's chunks as columns, read in one read-only transaction."""
-    from pgrecall import database
+    from pgrecall.postgres import database
 
     with database.connect(url, read_only=True) as conn:
         rows = conn.execute(
@@ -133,9 +140,9 @@ def main() -> int:
     import psycopg
     from lancedb.rerankers import RRFReranker
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.logs import configure_logging
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     configure_logging()  # warnings only, on stderr: stdout is the result

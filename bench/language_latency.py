@@ -42,11 +42,11 @@ def child(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(HERE.parent))
     from index_bench import measure_pipeline, write_corpus
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
-    from pgrecall.embedding import embedder_for
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
 
     configure_logging()

@@ -122,7 +122,7 @@ def door_on_and_off(client, count: int) -> dict:
 
 
 def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, results) -> None:
-    from pgrecall.embedding import embedder_for
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
     from pgrecall.memory.request import remember_request
     from pgrecall.settings import load_settings
@@ -178,7 +178,7 @@ def concurrent_remembers(env: dict, url: str, folder: Path, processes: int, dist
 
 
 def with_service(env: dict, url: str, home: Path, folder: Path, settings, count: int) -> dict:
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.worker.memory.writer import MemoryClient
     from tests.service import Process, query, wait_for
 
@@ -217,11 +217,11 @@ def main() -> int:
     import psycopg
     from psycopg import sql
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.logs import configure_logging
     from pgrecall.memory.request import remember_request
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
     from pgrecall.worker.memory.writer import MemoryClient
 

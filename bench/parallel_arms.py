@@ -28,9 +28,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
-    from pgrecall.evaluate import eval_database_name, load_dataset
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.composition.evaluation import eval_database_name, load_dataset
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

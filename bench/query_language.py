@@ -16,11 +16,11 @@ from pathlib import Path
 
 import psycopg
 
-from pgrecall import database
-from pgrecall.api import store
-from pgrecall.evaluate import DEPTH, _safe_name, document_run, ir_metrics, load_dataset, write_notes
+from pgrecall.api import read_queries as store
+from pgrecall.composition.evaluation import DEPTH, _safe_name, document_run, ir_metrics, load_dataset, write_notes
 from pgrecall.language_detection import detect
 from pgrecall.languages import SIMPLE, parse_languages
+from pgrecall.postgres import database
 from pgrecall.settings import load_settings
 
 

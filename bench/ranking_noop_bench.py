@@ -10,15 +10,13 @@ Prints one JSON object: the queries compared and how many rankings differ.
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import sys
 from pathlib import Path
 
-from pgrecall.api.search import Searcher
+from pgrecall.api import searcher as search_module
+from pgrecall.api.searcher import Searcher
 from pgrecall.settings import load_settings
-
-search_module = importlib.import_module("pgrecall.api.search")  # pgrecall.api.search is also a function
 
 
 def main(url: str, data: Path) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pgrecall.evaluate import percentile
+from pgrecall.composition.evaluation import percentile
 
 SOURCE = "pgrecall_eval_scifact"
 TARGET = "pgrecall_service_bench"
@@ -38,8 +38,8 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=20)
     args = parser.parse_args()
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

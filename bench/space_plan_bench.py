@@ -35,9 +35,9 @@ def main() -> int:
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from pgrecall import database
-    from pgrecall.api import store
-    from pgrecall.migrate import migrated_url
+    from pgrecall.api import read_queries as store
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrated_url
     from pgrecall.settings import load_settings
 
     settings = load_settings()

@@ -50,7 +50,7 @@ def add_subcommands(listing: argparse.ArgumentParser) -> None:
 
 def run_history(args: argparse.Namespace, settings: Settings) -> int:
     from pgrecall.memory.notes import folder_of
-    from pgrecall.memory.versions import history
+    from pgrecall.memory.version_history import history
 
     memory_id = args.id.strip().lower()
     versions = history(folder_of(settings), args.id)

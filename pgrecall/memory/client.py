@@ -2,7 +2,7 @@
 
 A typing.Protocol, so that the read side can name the type without importing the
 write path: pgrecall.worker.memory.writer.MemoryClient implements it, and the
-composition root (pgrecall.cli, pgrecall.memories) builds it and hands it over.
+composition root (pgrecall.cli, pgrecall.composition.memories) builds it and hands it over.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from pgrecall.errors import InvalidInput, PgRecallError
 from pgrecall.memory.notes import Memory, MemoryNotFound  # noqa: F401 - MemoryNotFound: the interfaces' name for it
 from pgrecall.memory.request import RememberRequest
-from pgrecall.memory.versions import Version
+from pgrecall.memory.version_history import Version
 
 
 class StaleVersion(PgRecallError):
@@ -35,7 +35,7 @@ class SimilarMemory:
 
 # How each interface says "update that memory" and "save anyway": a caller is told its own words.
 WORDINGS = {
-    "python": ("pgrecall.memories.update_memory({id!r}, text=...)", "force=True"),
+    "python": ("pgrecall.composition.memories.update_memory({id!r}, text=...)", "force=True"),
     "mcp": ("update_memory(id={id!r}, text=...)", "force=true"),
     "cli": ("pgrecall update {id} --text ...", "--force"),
     "http": ("PATCH /memories/{id}", '"force": true in the body'),
@@ -96,7 +96,7 @@ class SecretInMemory(InvalidInput):
 
     def __init__(self, message: str, kind: str, where: str):
         super().__init__(message)
-        self.kind = kind  # "github token", "password", ...: pgrecall.worker.redact's kinds
+        self.kind = kind  # "github token", "password", ...: pgrecall.worker.redaction's kinds
         self.where = where  # "text, line 2, column 14": never the secret itself
 
 

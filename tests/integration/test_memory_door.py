@@ -1,6 +1,6 @@
 """remember's door on the real write path (model, database, folder): near-duplicates and secrets
 refused, with nothing written; `force` and `allow_secret` let them through; the exact-text dedupe stays.
-Through the service, the Python API (pgrecall.memories) and HTTP."""
+Through the service, the Python API (pgrecall.composition.memories) and HTTP."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def test_a_secret_is_refused_naming_its_kind_never_echoed_and_allow_secret_saves
 
 
 def test_the_python_api_raises_the_typed_refusals(db_url, tmp_path, monkeypatch):
-    from pgrecall import memories
+    from pgrecall.composition import memories
 
     monkeypatch.setenv("PGRECALL_DATABASE_URL", db_url)
     monkeypatch.setenv("PGRECALL_CONFIG", str(tmp_path / "no-config.toml"))

@@ -14,7 +14,7 @@ from pgrecall.memory.client import MemoryNotFound
 from pgrecall.memory.export import export_lines
 from pgrecall.memory.notes import folder_of, render
 from pgrecall.memory.request import remember_request
-from pgrecall.memory.versions import HISTORY, history, recorded_versions
+from pgrecall.memory.version_history import HISTORY, history, recorded_versions
 from pgrecall.worker.memory.files import MemoryFolder
 from pgrecall.worker.memory.importer import import_path
 from pgrecall.worker.memory.writer import MemoryService

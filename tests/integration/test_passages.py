@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pgrecall.api.http import create_app
-from pgrecall.cli.hook import Recall, prompt_request
+from pgrecall.cli.hook_commands import Recall, prompt_request
 from tests.notes import write_notes
 
 # A note long enough for many chunks (128 word pieces each), every paragraph about vacuum.

@@ -14,9 +14,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgrecall import contract, database
+from pgrecall import contract
 from pgrecall.memory.request import remember_request
-from pgrecall.migrate import bundled_migrations, migrate
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import bundled_migrations, migrate
 from pgrecall.worker import store
 from pgrecall.worker.memory.writer import MemoryService
 from tests.notes import conversation, write_export, write_notes

@@ -8,8 +8,9 @@ import json
 import psycopg
 import pytest
 
-from pgrecall import database, queries, status
+from pgrecall import status
 from pgrecall.api import reader
+from pgrecall.postgres import database, queries
 from pgrecall.worker import scan, tasks
 from tests.notes import ERROR_CODE_NOTES, write_notes
 

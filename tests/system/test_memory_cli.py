@@ -193,7 +193,7 @@ PYTHON_API = textwrap.dedent(
     """
     import json, sys
     import pgrecall.api as api
-    import pgrecall.memories as memories
+    import pgrecall.composition.memories as memories
     from pgrecall.errors import InvalidInput
     from pgrecall.memory.client import StaleVersion
 

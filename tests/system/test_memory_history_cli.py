@@ -13,7 +13,7 @@ import time
 import pytest
 
 from pgrecall.memory.notes import MemoryNotes
-from pgrecall.memory.versions import recorded_versions
+from pgrecall.memory.version_history import recorded_versions
 from tests.support.cli import cli_env as make_env
 from tests.support.cli import run_cli
 
@@ -104,7 +104,7 @@ KILLED_CHANGE = textwrap.dedent(
 
     async def main():
         settings = load_settings()
-        from pgrecall.migrate import migrated_url
+        from pgrecall.postgres.migrator import migrated_url
         async with MemoryService(settings, migrated_url(settings), folder_of(settings)) as service:
             await service.update(memory_id, text=text)
 
@@ -153,7 +153,7 @@ def test_a_change_killed_half_way_leaves_the_memory_old_or_new_and_the_history_c
 PYTHON_API = textwrap.dedent(
     """
     import json, sys
-    import pgrecall.memories as memories
+    import pgrecall.composition.memories as memories
 
     loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
     saved = memories.remember(sys.argv[1], tags=["ops"])

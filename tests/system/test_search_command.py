@@ -45,12 +45,12 @@ opened = []
 atexit.register(lambda: print("closed at exit:", opened[0].pool.closed))
 print(search("E-4711", k=1, mode="keyword")[0].path)
 print(get_document("notes/garden.md").path)
-opened.append(sys.modules["pgrecall.api.search"].default_searcher())
+opened.append(sys.modules["pgrecall.api.searcher"].default_searcher())
 """
 
 
 def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url):
-    """pgrecall.api.search() and get_document() share a module-level searcher; the
+    """pgrecall.api.searcher() and get_document() share a module-level searcher; the
     interpreter's exit closes its pool, with warnings as errors and nothing on stderr."""
     env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_LOG_FORMAT="json")
     env.pop("PGRECALL_SEARCH_DATABASE_URL", None)

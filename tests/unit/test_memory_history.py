@@ -9,7 +9,7 @@ import pytest
 from pgrecall.errors import InvalidInput
 from pgrecall.memory.export import EXPORT_FIELDS, export_line
 from pgrecall.memory.notes import Memory
-from pgrecall.memory.versions import FORGOTTEN, GONE, LIVE, State, Version, plan, version_number
+from pgrecall.memory.version_history import FORGOTTEN, GONE, LIVE, State, Version, plan, version_number
 from pgrecall.worker.memory.importer import markdown_record, records_of
 
 

@@ -20,7 +20,7 @@ capitalised word inside a sentence, an acronym; or the first words, "Alice ..." 
 "is" and "is not" as nearly the same; they are another fact, which is saved, and the
 answer names the similar memory so that the caller can update it instead.
 
-A secret is what the ingest redaction finds (pgrecall.worker.redact.find_secrets); the
+A secret is what the ingest redaction finds (pgrecall.worker.redaction.find_secrets); the
 refusal names its kind and where it is, never the secret itself.
 """
 
@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from pgrecall.memory.client import NearDuplicate, SecretInMemory
 from pgrecall.memory.client import SimilarMemory as Candidate
 from pgrecall.terms import identifier_terms
-from pgrecall.worker.redact import find_secrets
+from pgrecall.worker.redaction import find_secrets
 
 # Words too common to tell two facts apart: articles, pronouns, auxiliaries, prepositions,
 # and the small verbs and adverbs of any sentence.

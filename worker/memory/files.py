@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pgrecall.errors import InvalidInput
 from pgrecall.memory.notes import TRASH, Memory, MemoryNotes, is_inside, mtime_iso, parse, relative_path, render
-from pgrecall.memory.versions import version_files
+from pgrecall.memory.version_history import version_files
 from pgrecall.worker.memory import history_writer as memory_history
 from pgrecall.worker.private_files import FILE_MODE, FOLDER_MODE, fsync_folder, private_folder, write_atomically
 

@@ -1,4 +1,4 @@
-"""A memory's history, written: each version before its change takes effect (pgrecall.memory.versions reads them).
+"""A memory's history, written: each version before its change takes effect (pgrecall.memory.version_history reads them).
 
 Every function here runs under the memory's lock (`lock_key`: the memory service holds it
 across a change, a worker that indexed a hand edit takes it to record it), so a change and the
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import structlog
 
-from pgrecall import queries
 from pgrecall.errors import PgRecallError, first_line
 from pgrecall.memory.notes import NOTE_NAME, MemoryNotes
-from pgrecall.memory.versions import EVENTS, HISTORY, folder, plan, recorded_versions, state_of, version_files
+from pgrecall.memory.version_history import EVENTS, HISTORY, folder, plan, recorded_versions, state_of, version_files
+from pgrecall.postgres import queries
 from pgrecall.worker.private_files import fsync_folder, private_folder, write_atomically
 
 log = structlog.get_logger("pgrecall.memories")
@@ -43,7 +43,7 @@ def record(root: Path, memory_id: str, event: str, content: bytes) -> int:
 
 
 def settle(notes: MemoryNotes, memory_id: str) -> str:
-    """Make the recorded versions match the note (pgrecall.memory.versions.plan): drop a last version
+    """Make the recorded versions match the note (pgrecall.memory.version_history.plan): drop a last version
     whose change never happened, record a hand edit as an `edit` version. Returns what it did."""
     root = notes.root()
     recorded = recorded_versions(root, memory_id, last=2)

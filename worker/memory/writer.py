@@ -32,13 +32,14 @@ from typing import Any
 import psycopg
 import structlog
 
-from pgrecall import contract, database, queries
+from pgrecall import contract
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
 from pgrecall.memory import notes as memory_notes
-from pgrecall.memory import versions as memory_history
+from pgrecall.memory import version_history as memory_history
 from pgrecall.memory.client import MemoryNotFound, Saved, StaleVersion
 from pgrecall.memory.notes import Memory, MemoryUnreadable
 from pgrecall.memory.request import RememberRequest
+from pgrecall.postgres import database, queries
 from pgrecall.roots import MEMORY_ROOT
 from pgrecall.settings import Settings
 from pgrecall.worker import store
@@ -49,7 +50,7 @@ from pgrecall.worker.memory import files as memories
 from pgrecall.worker.memory import history_writer as memory_history_writer
 from pgrecall.worker.memory.files import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
-from pgrecall.worker.redact import redact
+from pgrecall.worker.redaction import redact
 
 Q = queries.load("memories.sql")
 DOOR = queries.load("door.sql")
