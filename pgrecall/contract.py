@@ -221,7 +221,7 @@ MODES = ("hybrid", "vector", "keyword")
 # A request's fusion is one of FUSIONS (from pgrecall.settings), or None: the
 # PGRECALL_FUSION setting of the searcher that runs it.
 DEFAULT_K = 10
-MAX_K = 100  # every interface: CLI, HTTP, MCP, pgrecall.api.searcher()
+MAX_K = 100  # every interface: CLI, HTTP, MCP, pgrecall.api.search()
 # Searcher.search, the engine under the interfaces, allows more: the evaluation ranks 300
 # chunks per query for Recall@100 (pgrecall.composition.evaluation), benchmarks sweep deeper still.
 MAX_INTERNAL_K = 1000

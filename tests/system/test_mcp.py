@@ -264,7 +264,7 @@ def test_one_hit_has_one_json_and_one_k_limit_on_every_interface(index, db_url, 
     assert mcp_error == f"Error executing tool search_memory: {refusal}"  # the SDK's prefix, then ours
 
     with pytest.raises(InvalidInput, match=f"^{refusal}$"):
-        pgrecall.api.searcher("E-4711", k=contract.MAX_K + 1)
+        pgrecall.api.search("E-4711", k=contract.MAX_K + 1)
     from_python = [hit.to_json() for hit in searcher.search("E-4711", k=2)]
 
     assert from_cli[0]["path"] == "incidents/e4711.md"

@@ -50,7 +50,7 @@ opened.append(sys.modules["pgrecall.api.searcher"].default_searcher())
 
 
 def test_the_default_searcher_is_closed_at_exit_without_warnings(indexed, db_url):
-    """pgrecall.api.searcher() and get_document() share a module-level searcher; the
+    """pgrecall.api.search() and get_document() share a module-level searcher; the
     interpreter's exit closes its pool, with warnings as errors and nothing on stderr."""
     env = dict(os.environ, PGRECALL_DATABASE_URL=db_url, PGRECALL_LOG_FORMAT="json")
     env.pop("PGRECALL_SEARCH_DATABASE_URL", None)
