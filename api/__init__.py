@@ -2,11 +2,11 @@
 
 Importing it loads neither the worker nor the queue, and nothing here writes a
 file or a row. The memory writes (remember, update_memory, forget) are
-pgrecall.memories.
+pgrecall.composition.memories.
 """
 
-from pgrecall.api.search import Document, Hit, Searcher, get_document, search
-from pgrecall.memory_notes import list_memories
+from pgrecall.api.searcher import Document, Hit, Searcher, get_document, search
+from pgrecall.memory.notes import list_memories
 
 __all__ = [
     "Document",

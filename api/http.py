@@ -8,7 +8,7 @@ Requests and hits are those of pgrecall.contract: the pydantic models here
 are generated from it (a field added there appears here), and every value is
 validated by the contract's functions, so the CLI, MCP and Python answer the
 same input with the same message. Memory writes (POST, PATCH, DELETE /memories)
-go through a memory client (pgrecall.memory_client.MemoryWriter) that the caller
+go through a memory client (pgrecall.memory.client.MemoryWriter) that the caller
 builds and passes in: this module imports nothing that writes a file or a row.
 `pgrecall api --read-only` is given none and refuses them with 403.
 
@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pgrecall import contract
 from pgrecall.api import injection_routes, web, web_memories
-from pgrecall.api.search import Searcher
+from pgrecall.api.searcher import Searcher
 from pgrecall.api.startup import Lazy
 from pgrecall.contract import DEFAULT_K, FILTERS, FUSIONS, HIT_FIELDS, MAX_K, MAX_QUERY_CHARS, MODES
 from pgrecall.errors import (
@@ -49,10 +49,11 @@ from pgrecall.errors import (
     PgRecallError,
     first_line,
 )
-from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
-from pgrecall.memory_export import export_lines
-from pgrecall.memory_history import history
-from pgrecall.memory_notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
+from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
+from pgrecall.memory.export import export_lines
+from pgrecall.memory.notes import MemoryFolderIsALink, MemoryUnreadable, read_memories
+from pgrecall.memory.request import remember_request
+from pgrecall.memory.version_history import history
 
 log = structlog.get_logger(__name__)
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
@@ -506,13 +507,15 @@ def memory_router(memories: Lazy[MemoryWriter] | None, read_only: bool, memory_f
     def remember(body: RememberBody, response: Response, source: SourceHeader = None) -> dict[str, Any]:
         metadata = contract.with_project(body.metadata, body.project)
         saved = writer().remember(
-            body.text,
-            title=body.title,
-            tags=body.tags,
-            metadata=metadata,
-            source=source or "http",
-            force=body.force,
-            allow_secret=body.allow_secret,
+            remember_request(
+                body.text,
+                title=body.title,
+                tags=body.tags,
+                metadata=metadata,
+                source=source or "http",
+                force=body.force,
+                allow_secret=body.allow_secret,
+            )
         )
         if not saved.created:
             response.status_code = 200
@@ -638,7 +641,7 @@ def create_app(
     by the caller: this module never imports the write path); None, or `read_only`, refuses writes
     with 403. `memory_folder`: GET /memories reads it (no database); without it, GET asks the client.
     `editor_command`: the document page's "Open in editor" (pgrecall.api.editor.parse_command).
-    `injections`: the hooks' records (pgrecall.injection_ledger) that GET /report reads."""
+    `injections`: the hooks' records (pgrecall.claude_integration.injection_ledger) that GET /report reads."""
     app = FastAPI(
         title="pgrecall",
         version="1",

@@ -1,5 +1,5 @@
 """GET /report: what the Claude Code hooks injected, what it cost and whether it was used, as JSON
-and as a page (pgrecall.injection_use.report over the records of pgrecall.injection_ledger).
+and as a page (pgrecall.claude_integration.injection_use.report over the records of pgrecall.claude_integration.injection_ledger).
 
 Read-only: the records and the sessions' transcripts are files under PGRECALL_HOME and Claude Code's
 folder; no database is asked. Without a records folder (an app made without one) the report is empty.
@@ -14,8 +14,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from pgrecall.api.web import PageRoute, page
-from pgrecall.injection_ledger import report_of
-from pgrecall.injection_use import report
+from pgrecall.claude_integration.injection_ledger import report_of
+from pgrecall.claude_integration.injection_use import report
 
 
 def _report(folder: Path | None) -> dict[str, Any]:

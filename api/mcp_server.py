@@ -35,12 +35,13 @@ from mcp_types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import ValidationError
 
 from pgrecall import contract
-from pgrecall.api.search import IndexReader
+from pgrecall.api.searcher import IndexReader
 from pgrecall.api.startup import Lazy
 from pgrecall.errors import InvalidInput, PgRecallError, reason
-from pgrecall.memory_client import MemoryWriter, NearDuplicate, resembles
-from pgrecall.memory_history import history
-from pgrecall.memory_notes import read_memories
+from pgrecall.memory.client import MemoryWriter, NearDuplicate, resembles
+from pgrecall.memory.notes import read_memories
+from pgrecall.memory.request import remember_request
+from pgrecall.memory.version_history import history
 
 log = structlog.get_logger(__name__)
 ROOTS_TIMEOUT_S = 2.0
@@ -305,13 +306,15 @@ def add_remember(server: MCPServer, memories: Lazy[MemoryWriter]) -> None:
         def save() -> dict[str, Any]:
             try:
                 saved = memories.get().remember(
-                    text,
-                    title=title,
-                    tags=tags,
-                    metadata=with_project,
-                    source=source,
-                    force=force,
-                    allow_secret=allow_secret,
+                    remember_request(
+                        text,
+                        title=title,
+                        tags=tags,
+                        metadata=with_project,
+                        source=source,
+                        force=force,
+                        allow_secret=allow_secret,
+                    )
                 )
             except NearDuplicate as exc:  # an answer to act on, not a failure
                 near = [memory.to_json() for memory in exc.similar]

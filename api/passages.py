@@ -5,7 +5,7 @@ passage's text, ranks and scores. Fusion (pgrecall.api.fuse) is not touched: the
 which rank candidates, stay what they were (the engine's Searcher.search joins and hides nothing).
 
 - The floor: a hit is shown when an arm vouches for it, its keyword match holding a word that is
-  no stop word (pgrecall.api.store's keyword_words), or its cosine similarity with the query at
+  no stop word (pgrecall.api.read_queries's keyword_words), or its cosine similarity with the query at
   least the one the prompt hook takes as relevant (PGRECALL_HOOK_MIN_SCORE). A vector-only hit
   with nothing to do with the query is otherwise always in the list, fusion being relative.
 - Merging: candidates of one document whose chunks are consecutive are one passage (MAX_CHUNKS at

@@ -7,7 +7,7 @@ rights to return to: it reads the index and nothing else.
 
 The embedded server trusts its local socket, so the reader logs in without a
 password. An external server may ask for one: the migrating side (the module
-pgrecall.reader_login, run by `migrate`, `index`, `serve`) sets it and keeps it
+pgrecall.postgres.reader_login, run by `migrate`, `index`, `serve`) sets it and keeps it
 in the table pgrecall.reader_login; this module only reads it there, in a
 read-only transaction, and never sets or renews one. Where the reader cannot log in (no reader role,
 none that may log in, no stored password the server takes), searches keep
@@ -20,9 +20,9 @@ import psycopg
 import structlog
 from psycopg.conninfo import conninfo_to_dict
 
-from pgrecall import database, queries, reader_role
 from pgrecall.errors import first_line
-from pgrecall.reader_role import READER
+from pgrecall.postgres import database, queries, reader_role
+from pgrecall.postgres.reader_role import READER
 from pgrecall.settings import Settings
 
 _Q = queries.load("search.sql")

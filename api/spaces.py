@@ -1,7 +1,7 @@
 """Which of the index's vectors a query vector may be compared with.
 
 A vector is only comparable with vectors of its own embedding space (model,
-weights, dimensions, backend, quantization: pgrecall.embedding.Embedder.space).
+weights, dimensions, backend, quantization: pgrecall.embedders.embedding.Embedder.space).
 The index records the space per document (migration 0012) and per chunk, with one HNSW
 index per space (0023); while it is being embedded again (`pgrecall reembed`, a new
 PGRECALL_EMBED_BACKEND or PGRECALL_MODEL) it holds two.

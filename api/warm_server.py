@@ -36,7 +36,7 @@ from pgrecall.errors import PgRecallError, first_line, reason
 from pgrecall.warm_client import MAX_REQUEST_BYTES, answers_at, encode, error_answer
 
 if TYPE_CHECKING:
-    from pgrecall.api.search import IndexReader
+    from pgrecall.api.searcher import IndexReader
 
 IDLE_TIMEOUT_S = 300.0  # a connection that sends nothing for this long is closed
 BACKLOG = 64

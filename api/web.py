@@ -44,7 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pgrecall import contract, kinds
 from pgrecall.api import editor
-from pgrecall.api.search import Searcher, make_snippet
+from pgrecall.api.searcher import Searcher, make_snippet
 from pgrecall.api.web_text import MARK_END, MARK_START, breadcrumb, marked, minute, plain_text
 from pgrecall.errors import EmbeddingSpaceMismatch, InvalidInput
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES

@@ -2,7 +2,7 @@
 
 Server-rendered forms that work without JavaScript (POST, then a redirect to the page that shows
 the result, so reloading never writes twice); htmx boosts them (hx-boost) where it runs. Every
-write goes through the MemoryWriter the JSON API is handed (pgrecall.memory_client): this module
+write goes through the MemoryWriter the JSON API is handed (pgrecall.memory.client): this module
 writes no file and no row itself. Without one, or under `--read-only`, the forms are not shown
 and a POST is refused with 403.
 
@@ -33,8 +33,9 @@ from pgrecall import contract
 from pgrecall.api.startup import Lazy
 from pgrecall.api.web import PageRoute, page, render_markdown
 from pgrecall.errors import InvalidInput, PgRecallError, first_line
-from pgrecall.memory_client import MemoryWriter, NearDuplicate, StaleVersion
-from pgrecall.memory_notes import Memory, MemoryNotes, MemoryUnreadable, read_memories
+from pgrecall.memory.client import MemoryWriter, NearDuplicate, StaleVersion
+from pgrecall.memory.notes import Memory, MemoryNotes, MemoryUnreadable, read_memories
+from pgrecall.memory.request import remember_request
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 SOURCE = "web"  # who wrote a memory from the page (its front matter's `source`)
@@ -221,12 +222,14 @@ def router(
             return refused(request)
         try:
             saved = writer().remember(
-                text,
-                title=title or None,
-                tags=tag_list(tags),
-                metadata=contract.with_project(None, project or None),
-                source=SOURCE,
-                force=force == "true",  # the form's "Save anyway" button, shown beside a near-duplicate
+                remember_request(
+                    text,
+                    title=title or None,
+                    tags=tag_list(tags),
+                    metadata=contract.with_project(None, project or None),
+                    source=SOURCE,
+                    force=force == "true",  # the form's "Save anyway" button, shown beside a near-duplicate
+                )
             )
         except NearDuplicate as exc:
             near = [{**m.to_json(), "similarity": round(m.similarity, 2)} for m in exc.similar]

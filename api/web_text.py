@@ -10,7 +10,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
-# What pgrecall.api.store.headlines puts around each word of the query found (control
+# What pgrecall.api.read_queries.headlines puts around each word of the query found (control
 # characters, which plain_text takes out of any text it is given).
 MARK_START, MARK_END = "\x02", "\x03"
 _MARKS = re.compile(f"[{MARK_START}{MARK_END}]")

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from pgrecall.embedding import BACKENDS, new_embedder
-from pgrecall.onnx_embedder import OnnxInt8Embedder
+from pgrecall.embedders.embedding import BACKENDS, new_embedder
+from pgrecall.embedders.onnx_embedder import OnnxInt8Embedder
 from pgrecall.settings import load_settings
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
@@ -54,7 +54,7 @@ def make(backend: str, batch_size: int, home: Path):
 COLD = """
 import sys, time
 started = time.perf_counter()
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
 new_embedder(backend=sys.argv[1]).embed_batch(["warm"])
 print(round(time.perf_counter() - started, 2), "torch" in sys.modules)
 """

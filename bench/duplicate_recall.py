@@ -30,9 +30,9 @@ def main() -> int:
     parser.add_argument("--ef-search", default="200,400,1000")
     args = parser.parse_args()
 
-    from pgrecall import database
-    from pgrecall.api import store
-    from pgrecall.embedding import embedder_for
+    from pgrecall.api import read_queries as store
+    from pgrecall.embedders.embedding import embedder_for
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pgrecall.embedding import embedder_for
+from pgrecall.embedders.embedding import embedder_for
 from pgrecall.settings import load_settings
-from pgrecall.worker.memory_door import Candidate, is_near_duplicate, is_similar
+from pgrecall.worker.memory.door import Candidate, is_near_duplicate, is_similar
 
 TARGET_PRECISION = 0.9
 GRID = [round(0.5 + 0.025 * step, 3) for step in range(19)]  # 0.5 .. 0.95

@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 from harness.timing import percentile
 
-from pgrecall.embedder_base import LocalEmbedder
-from pgrecall.embedding import new_embedder
-from pgrecall.evaluate import ir_metrics
-from pgrecall.model_import import add_model
+from pgrecall.composition.evaluation import ir_metrics
+from pgrecall.embedders.embedder_base import LocalEmbedder
+from pgrecall.embedders.embedding import new_embedder
+from pgrecall.embedders.model_import import add_model
 from pgrecall.worker.chunk import chunk_sections, token_budget
 from pgrecall.worker.document import Section
 
@@ -219,7 +219,7 @@ def speed(data: Path, bundled: LocalEmbedder, e5: LocalEmbedder, nano, args) -> 
 
 RESIDENT = """
 import sys
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
 new_embedder(sys.argv[1] or None, backend="onnx-int8").load().embed_queries(["warm"])
 for line in open("/proc/self/status"):
     if line.startswith("VmRSS"):

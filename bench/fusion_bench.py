@@ -3,7 +3,7 @@
     .venv/bin/python bench/fusion_bench.py [--dataset ../shared/data/scifact]
 
 Reuses the index that `pgrecall eval DATASET` built (its own database) and the
-search side's own arms (pgrecall.api.store.ReadSession), and fuses their
+search side's own arms (pgrecall.api.read_queries.ReadSession), and fuses their
 lists with the same RRF (k = 60) in three ways:
 
 - chunks: the vector arm's chunks and the keyword arm's documents, each standing
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from pgrecall.evaluate import DEPTH, eval_database_url, ir_metrics, load_dataset, write_notes
+from pgrecall.composition.evaluation import DEPTH, eval_database_url, ir_metrics, load_dataset, write_notes
 
 
 def main() -> int:
@@ -34,9 +34,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from pgrecall import bm25
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
     from pgrecall.api.fuse import RankedList, reciprocal_rank_fusion
-    from pgrecall.embedding import embedder_for
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.settings import load_settings
 
     settings = load_settings()

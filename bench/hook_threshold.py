@@ -11,7 +11,7 @@ fusion, ranks under RRF), so the best hit of "thanks" scores as high as the best
 question, and BM25 scores grow with the prompt's length and the corpus.
 
 The hook injects a passage when its similarity reaches t, or when it holds an identifier the
-prompt names (E-4711, config.toml: pgrecall.hooks.relevant); the shares below go through that
+prompt names (E-4711, config.toml: pgrecall.claude_integration.hooks.relevant); the shares below go through that
 same function. For a threshold t:
   answered: of the queries whose top hit is judged relevant (qrels), the share whose top hit
             reaches t, so the hook injects it;
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from harness.timing import percentile
 
-from pgrecall import hooks
-from pgrecall.evaluate import eval_database_url, load_dataset, write_notes
+from pgrecall.claude_integration import hooks
+from pgrecall.composition.evaluation import eval_database_url, load_dataset, write_notes
 from pgrecall.settings import load_settings
 
 ANSWERED_TARGET = 0.8
@@ -209,8 +209,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from pgrecall.cli.hook import Recall
-    from pgrecall.embedding import embedder_for
+    from pgrecall.cli.hook_commands import Recall
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
 
     settings = load_settings()

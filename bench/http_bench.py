@@ -83,7 +83,7 @@ def main() -> int:
     parser.add_argument("--dataset", default="../shared/data/scifact")
     args = parser.parse_args()
 
-    from pgrecall import database
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

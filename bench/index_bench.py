@@ -121,11 +121,11 @@ def main() -> int:
     if args.backend:
         os.environ["PGRECALL_EMBED_BACKEND"] = args.backend
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
-    from pgrecall.embedding import embedder_for
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
 
     configure_logging()

@@ -27,9 +27,10 @@ from pathlib import Path
 import psycopg
 from harness.timing import percentile
 
-from pgrecall import bm25, database, queries
+from pgrecall import bm25
+from pgrecall.composition.evaluation import eval_database_url, load_dataset
 from pgrecall.contract import FILTER_FIELDS
-from pgrecall.evaluate import eval_database_url, load_dataset
+from pgrecall.postgres import database, queries
 from pgrecall.terms import identifier_terms
 
 
@@ -97,7 +98,7 @@ def index_url(settings, dataset, args: argparse.Namespace) -> str:
 
 def end_to_end(args: argparse.Namespace) -> int:
     import pgrecall
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.settings import load_settings
 
     settings = load_settings()
@@ -146,7 +147,7 @@ def main() -> int:
     if args.end_to_end:
         return end_to_end(args)
 
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
     from pgrecall.settings import load_settings
 
     settings = load_settings()

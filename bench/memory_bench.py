@@ -4,7 +4,7 @@
 
 Remember-to-searchable: the time from calling remember (the in-process
 MemoryClient, as pgrecall.api.remember uses it) until a search for the
-memory's text (a Searcher, as pgrecall.api.search uses it) returns the new
+memory's text (a Searcher, as pgrecall.api.search() uses it) returns the new
 memory as its first hit; searches repeat until it does (up to 30 s, else the
 memory counts as not found). Measured over MEMORIES memories with no service
 running, then over as many others with a real `pgrecall serve` (a subprocess
@@ -77,11 +77,13 @@ def summary(values: list[float]) -> dict[str, float | None]:
 
 def remember_until_searchable(client, searcher, phase: str, count: int) -> dict:
     """Remember `count` new memories one by one; time each until a search returns it first."""
+    from pgrecall.memory.request import remember_request
+
     to_searchable, remember_only, not_found, searches = [], [], 0, []
     for number in range(count):
         text = memory_text(phase, number)
         started = time.perf_counter()
-        saved = client.remember(text, source="bench")
+        saved = client.remember(remember_request(text, source="bench"))
         remembered = time.perf_counter()
         tries = 0
         while True:
@@ -106,22 +108,25 @@ def remember_until_searchable(client, searcher, phase: str, count: int) -> dict:
 
 def door_on_and_off(client, count: int) -> dict:
     """remember with the near-duplicate check and without it (force=True), alternating, new texts each."""
+    from pgrecall.memory.request import remember_request
+
     timings: dict[bool, list[float]] = {True: [], False: []}
     for number in range(count):
         for check in (True, False) if number % 2 else (False, True):
             text = memory_text("D" if check else "F", number)
             started = time.perf_counter()
-            client.remember(text, source="bench", force=not check)
+            client.remember(remember_request(text, source="bench", force=not check))
             timings[check].append((time.perf_counter() - started) * 1000)
     on, off = summary(timings[True]), summary(timings[False])
     return {"check_on_ms": on, "check_off_ms": off, "p50_ratio": round(on["p50"] / off["p50"], 3)}
 
 
 def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, results) -> None:
-    from pgrecall.embedding import embedder_for
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.logs import configure_logging
+    from pgrecall.memory.request import remember_request
     from pgrecall.settings import load_settings
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     configure_logging()  # warnings only, to stderr: stdout is the JSON
     settings = load_settings(env)
@@ -130,7 +135,7 @@ def _concurrent_one(env: dict, url: str, folder: str, text: str, barrier, result
     try:
         barrier.wait(300)
         started = time.perf_counter()
-        saved = client.remember(text, source="bench")
+        saved = client.remember(remember_request(text, source="bench"))
         results.put((saved.created, saved.memory.id, (time.perf_counter() - started) * 1000))
     finally:
         client.close()
@@ -173,8 +178,8 @@ def concurrent_remembers(env: dict, url: str, folder: Path, processes: int, dist
 
 
 def with_service(env: dict, url: str, home: Path, folder: Path, settings, count: int) -> dict:
-    from pgrecall.api.search import Searcher
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.worker.memory.writer import MemoryClient
     from tests.service import Process, query, wait_for
 
     notes = home / "notes"
@@ -212,12 +217,13 @@ def main() -> int:
     import psycopg
     from psycopg import sql
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.logs import configure_logging
-    from pgrecall.migrate import migrate
+    from pgrecall.memory.request import remember_request
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     configure_logging()
     home = Path(tempfile.mkdtemp(prefix="pgrecall-memory-bench-"))
@@ -238,7 +244,7 @@ def main() -> int:
 
         folder = (home / "memories").resolve()
         with MemoryClient(settings, url, folder) as client, Searcher(url, settings, pool_size=2) as searcher:
-            warm = client.remember("Warm-up: the model loads before any clock starts.")
+            warm = client.remember(remember_request("Warm-up: the model loads before any clock starts."))
             searcher.search(warm.memory.text, k=1)
             client.forget(warm.memory.id)
             started = time.perf_counter()
@@ -250,7 +256,7 @@ def main() -> int:
 
             exact = dataclasses.replace(settings, memory_duplicate_similarity=1.0)
             with MemoryClient(exact, url, (home / "door").resolve()) as door_client:
-                door_client.remember("Warm-up of the door's own folder.")
+                door_client.remember(remember_request("Warm-up of the door's own folder."))
                 door = door_on_and_off(door_client, args.memories)
         served = with_service(env, url, home, folder, settings, args.memories)
         concurrent = concurrent_remembers(env, url, home / "concurrent", args.processes, args.distinct)

@@ -18,7 +18,14 @@ import asyncio
 import json
 from pathlib import Path
 
-from pgrecall.evaluate import DEPTH, document_run, eval_database_url, ir_metrics, load_dataset, write_notes
+from pgrecall.composition.evaluation import (
+    DEPTH,
+    document_run,
+    eval_database_url,
+    ir_metrics,
+    load_dataset,
+    write_notes,
+)
 
 MODES = {
     "keyword": {"mode": "keyword"},
@@ -58,8 +65,8 @@ def top1(qrels, run) -> dict[str, dict[str, float]]:
 
 
 def measure(settings, folder: Path, split: str, modes: list[str]) -> dict:
-    from pgrecall.api.search import Searcher
-    from pgrecall.embedding import embedder_for
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.embedders.embedding import embedder_for
     from pgrecall.worker.run import run_index
 
     dataset = load_dataset(folder, split)

@@ -55,13 +55,13 @@ def main() -> int:
     os.environ.pop("PGRECALL_DATABASE_URL", None)
     import psycopg
 
-    from pgrecall import database
-    from pgrecall.api import store
-    from pgrecall.api.search import Searcher
-    from pgrecall.cli.models import run_models
+    from pgrecall.api import read_queries as store
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.cli.model_commands import run_models
     from pgrecall.contract import FILTER_FIELDS
-    from pgrecall.embedding import embedder_for
-    from pgrecall.migrate import migrated_url
+    from pgrecall.embedders.embedding import embedder_for
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrated_url
     from pgrecall.settings import load_settings
     from pgrecall.worker.run import run_index
     from tests.support.tiny_model import build_tiny_model

@@ -43,7 +43,7 @@ def write_corpus(corpus: Path, folder: Path, limit: int | None) -> int:
 
 def contexts(path: Path) -> list[dict]:
     """What redaction replaces in one file: kind and context, from the file itself."""
-    from pgrecall.worker.redact import find_secrets
+    from pgrecall.worker.redaction import find_secrets
 
     text = path.read_text(encoding="utf-8")
     return [
@@ -60,7 +60,7 @@ def contexts(path: Path) -> list[dict]:
 def redaction_seconds(folders: list[Path]) -> tuple[float, int]:
     """Seconds redact_document takes over every parsed document of `folders`, and their characters."""
     from pgrecall.worker import adapters
-    from pgrecall.worker.redact import redact_document
+    from pgrecall.worker.redaction import redact_document
 
     documents = [
         document
@@ -88,9 +88,9 @@ def main() -> int:
     os.environ.pop("PGRECALL_DATABASE_URL", None)
     os.environ.pop("PGRECALL_REDACT_SECRETS", None)  # the default: on
 
-    from pgrecall import database
     from pgrecall.logs import configure_logging
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
     from pgrecall.worker.run import run_index
 

@@ -44,7 +44,7 @@ The JSON says which ("build": {"hnsw": ...}).
 Before measuring: the BM25 statistics are folded where the write path
 defers them (a fold function of pgrecall.worker.store or .statistics, if
 there is one), then VACUUM ANALYZE. Measured per size, with the real
-Searcher (pgrecall.api.search.Searcher, the connections users get): keyword,
+Searcher (pgrecall.api.searcher.Searcher, the connections users get): keyword,
 vector and hybrid searches (k=10, query embedding included, each query once
 to warm the cache first), p50/p95 over the SciFact test queries; the HNSW
 arm's recall@10 against exact search at the default ef_search; the parts
@@ -237,7 +237,7 @@ async def write_copy(
 
 
 async def _connect(url: str, fast_commit: bool) -> psycopg.AsyncConnection:
-    from pgrecall.database import configure_connection_async
+    from pgrecall.postgres.database import configure_connection_async
 
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     await configure_connection_async(conn)
@@ -460,7 +460,7 @@ def grow(url: str, source: Source, target: int, args: argparse.Namespace, extra:
 
 def prepare(admin: str, reuse: bool, target: str = TARGET) -> str:
     """The clone's URL: made from SOURCE unless `reuse` finds one; migrated either way."""
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres.migrator import migrate
 
     with psycopg.connect(admin, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (target,)).fetchone()
@@ -532,7 +532,7 @@ def disk_sizes(url: str) -> dict[str, float]:
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    from pgrecall.evaluate import percentile
+    from pgrecall.composition.evaluation import percentile
 
     return {"p50_ms": round(statistics.median(values), 1), "p95_ms": round(percentile(values, 95), 1)}
 
@@ -553,7 +553,7 @@ def search_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]
 def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
     """What a search is made of, timed apart: the query embedding and each arm's SQL alone
     (as Searcher.run calls them at k=10: 100 candidates an arm, keyword depth 1000)."""
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
 
     embedding_ms, vectors = [], []
     for query in queries:
@@ -579,8 +579,8 @@ def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
 
 
 def measure(url: str, searcher, source: Source, queries: list[str], args: argparse.Namespace, extra: dict):
-    from pgrecall.api.search import Searcher
-    from pgrecall.evaluate import ann_recall, exact_neighbours
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.composition.evaluation import ann_recall, exact_neighbours
 
     result: dict[str, Any] = search_latencies(searcher, queries)
     result["parts"] = part_latencies(searcher, queries)
@@ -665,9 +665,9 @@ def main() -> int:
     parser.add_argument("--ef-search", default="", help="ef_search values to sweep, e.g. 40,100,200,400")
     args = parser.parse_args()
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.logs import configure_logging
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     configure_logging()

@@ -37,8 +37,8 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=20)
     args = parser.parse_args()
 
-    from pgrecall import database
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     settings = load_settings()

@@ -40,7 +40,7 @@ import httpx
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from pgrecall.evaluate import eval_database_name, percentile
+from pgrecall.composition.evaluation import eval_database_name, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK_LAST_KEY = """() => {

@@ -69,7 +69,7 @@ BASELINE = "baseline"
 
 def load_documents(corpus: Path, limit: int, seed: int) -> tuple[list, str]:
     """[(document, chunks, vectors)] and the chunking signature: parsed, chunked, vectors made."""
-    from pgrecall.embedding import DIMENSIONS, embedder_for
+    from pgrecall.embedders.embedding import DIMENSIONS, embedder_for
     from pgrecall.settings import load_settings
     from pgrecall.worker.adapters import markdown
     from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
@@ -96,8 +96,8 @@ def load_documents(corpus: Path, limit: int, seed: int) -> tuple[list, str]:
 
 
 def prepare_database(server_url: str, name: str, without: str | None) -> str:
-    from pgrecall import database
-    from pgrecall.migrate import bundled_migrations, migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import bundled_migrations, migrate
 
     url = database.ensure_database(server_url, name, fresh=True)
     migrations = bundled_migrations()
@@ -134,7 +134,7 @@ def writer(
 async def _write_phases(number, writers, urls, phases, documents, chunking, barrier, results, release) -> None:
     import psycopg
 
-    from pgrecall import database
+    from pgrecall.postgres import database
     from pgrecall.worker import store
 
     connections = {}
@@ -341,7 +341,7 @@ def run_once(
 
 def schema_check(url: str) -> dict:
     """What was written, and whether the schema holds what the comparison is about."""
-    from pgrecall import database
+    from pgrecall.postgres import database
 
     with database.connect(url) as conn:
         chunks = conn.execute("SELECT count(*) FROM pgrecall.chunks").fetchone()[0]
@@ -373,8 +373,8 @@ def main() -> int:
     if not 1 <= args.documents <= 100_000 or not all(1 <= n <= 16 for n in writer_counts) or args.batch < 1:
         parser.error("--documents from 1 to 100000, --writers from 1 to 16, --batch at least 1")
 
-    from pgrecall import database
     from pgrecall.logs import configure_logging
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
 
     configure_logging()

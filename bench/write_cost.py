@@ -49,7 +49,7 @@ from typing import Any
 
 import psycopg
 
-from pgrecall.evaluate import percentile
+from pgrecall.composition.evaluation import percentile
 
 STATIO_SQL = """
 SELECT relname, heap_blks_hit + coalesce(toast_blks_hit, 0), heap_blks_read + coalesce(toast_blks_read, 0)
@@ -60,7 +60,7 @@ SELECT indexrelname, idx_blks_hit, idx_blks_read FROM pg_statio_all_indexes WHER
 
 
 def statement_names() -> dict[str, str]:
-    from pgrecall import queries
+    from pgrecall.postgres import queries
 
     return {text: name for name, text in queries.load("index.sql").items()}
 
@@ -127,7 +127,7 @@ def wal_and_checkpoints(conn: psycopg.Connection) -> tuple[int, int, int]:
 async def write_pass(
     url: str, scale_bench, source, jobs, extra: dict, growth: str, statements_apart: bool = False
 ) -> tuple[list[float], collections.Counter]:
-    from pgrecall.database import configure_connection_async
+    from pgrecall.postgres.database import configure_connection_async
 
     TimedCursor.spent = collections.Counter()
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, cursor_factory=TimedCursor)
@@ -165,8 +165,8 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))  # scale_bench beside it, whichever way this was loaded
     import scale_bench
 
-    from pgrecall import database
     from pgrecall.logs import configure_logging
+    from pgrecall.postgres import database
     from pgrecall.settings import load_settings
     from pgrecall.worker import store
 

@@ -223,7 +223,7 @@ MODES = ("hybrid", "vector", "keyword")
 DEFAULT_K = 10
 MAX_K = 100  # every interface: CLI, HTTP, MCP, pgrecall.api.search()
 # Searcher.search, the engine under the interfaces, allows more: the evaluation ranks 300
-# chunks per query for Recall@100 (pgrecall.evaluate), benchmarks sweep deeper still.
+# chunks per query for Recall@100 (pgrecall.composition.evaluation), benchmarks sweep deeper still.
 MAX_INTERNAL_K = 1000
 MAX_QUERY_CHARS = 2000
 MAX_FILTER_DEPTH = 32

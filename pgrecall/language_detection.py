@@ -1,6 +1,6 @@
 """Which language a text is in, as a PostgreSQL text search configuration: a document's (the
 worker analyses its postings so, pgrecall.worker.language) and a query's (fusion asks whether the
-embedding model reads it, pgrecall.api.search).
+embedding model reads it, pgrecall.api.searcher).
 
 Detection is py3langid's (a maintained fork of langid.py; its model ships inside the wheel,
 nothing is fetched at run time), restricted to the languages of PGRECALL_LANGUAGES:
@@ -60,7 +60,7 @@ def _model() -> tuple:
     from py3langid.langid import MODEL_DIR, MODEL_FILE
     from py3langid.modelio import _to_array
 
-    from pgrecall.embedder_base import default_model_cache
+    from pgrecall.embedders.embedder_base import default_model_cache
 
     source = Path(MODEL_DIR) / MODEL_FILE
     stat = source.stat()

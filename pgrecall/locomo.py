@@ -4,7 +4,7 @@ Pure: the dataset as published (a JSON list of samples, each a `conversation` of
 `session_<n>` turn lists with their `session_<n>_date_time`, and `qa` questions naming
 their evidence turns by dia_id, "D<session>:<turn>"), each conversation as the claude.ai
 export a user would hold (one conversation per session), and the recall measures computed
-from the hits' texts. pgrecall.evaluate_conversations indexes and searches.
+from the hits' texts. pgrecall.composition.conversation_evaluation indexes and searches.
 
 A turn is found in a text when its key (its first KEY_WORDS words, lower-cased, punctuation
 as spaces) is in the text normalised the same way, on word boundaries: whatever the unit

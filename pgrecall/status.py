@@ -16,8 +16,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from pgrecall import kinds, queries
-from pgrecall.locks import WATCH_LOCK_PREFIX
+from pgrecall import kinds
+from pgrecall.postgres import queries
+from pgrecall.postgres.locks import WATCH_LOCK_PREFIX
 from pgrecall.settings import Settings
 
 # The Procrastinate queue of pgrecall's jobs: the worker's tasks are deferred to it.

@@ -66,7 +66,7 @@ _ERRORS: dict[str, type[errors.PgRecallError]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Found:
-    """The answer to get_document: the document's JSON (pgrecall.api.store.Document), None when there is none."""
+    """The answer to get_document: the document's JSON (pgrecall.api.read_queries.Document), None when there is none."""
 
     document: dict[str, Any] | None
 

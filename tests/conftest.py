@@ -23,10 +23,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pgrecall import database
-from pgrecall.embedder_base import LocalEmbedder
-from pgrecall.embedding import embedder_for
-from pgrecall.migrate import migrate
+from pgrecall.embedders.embedder_base import LocalEmbedder
+from pgrecall.embedders.embedding import embedder_for
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import migrate
 from pgrecall.settings import Settings, load_settings
 
 pytest_plugins = ["pytester"]  # tests/system/test_tiers.py runs a suite of its own
@@ -184,7 +184,7 @@ def index(settings, db_url):
 
 @pytest.fixture
 def searcher(settings, db_url, embedder):
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
 
     searcher = Searcher(db_url, settings, embedder=embedder, pool_size=2)
     yield searcher
@@ -199,8 +199,8 @@ def memory_folder(tmp_path):
 
 @pytest.fixture
 def memories(settings, db_url, memory_folder):
-    """The memory client (pgrecall.worker.memory_service.MemoryClient) on this test's database."""
-    from pgrecall.worker.memory_service import MemoryClient
+    """The memory client (pgrecall.worker.memory.writer.MemoryClient) on this test's database."""
+    from pgrecall.worker.memory.writer import MemoryClient
 
     with MemoryClient(settings, db_url, memory_folder) as client:
         yield client

@@ -89,7 +89,7 @@ class EmbeddingBatcher:
 
     async def embed_at_once(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of a few texts, on the model's thread, without lingering for others to join: for a
-        caller that waits on them alone (remember's near-duplicate check, pgrecall.worker.memory_service)."""
+        caller that waits on them alone (remember's near-duplicate check, pgrecall.worker.memory.writer)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         vectors = await loop.run_in_executor(self._executor, self._embed_batch, list(texts))

@@ -25,7 +25,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pgrecall.worker import redact
+from pgrecall.worker import redaction as redact
 from pgrecall.worker.document import Chunk, Section
 
 TokenCounter = Callable[[Sequence[str]], list[int]]

@@ -25,8 +25,9 @@ from pathlib import Path
 import procrastinate
 import psycopg
 
-from pgrecall import database, queries, roots
+from pgrecall import roots
 from pgrecall.errors import DatabaseUnavailable, InvalidInput, first_line
+from pgrecall.postgres import database, queries
 from pgrecall.settings import Settings
 from pgrecall.worker import archive, store, tasks
 
@@ -97,7 +98,7 @@ async def enqueue(url: str, settings: Settings, kept: Kept) -> bool:
 def start_indexer(settings: Settings, kept: Kept) -> None:
     """`pgrecall index --json TRANSCRIPT`, detached (a session of its own: Claude Code's exit does not
     end it), its output appended to PGRECALL_HOME/kept-sessions.log."""
-    from pgrecall.claude_setup import launcher
+    from pgrecall.claude_integration.claude_setup import launcher
 
     settings.home.mkdir(parents=True, exist_ok=True)
     with open(settings.home / INDEX_LOG, "ab") as log:

@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from pgrecall import kinds
 from pgrecall import languages as language_names
-from pgrecall.embedding import Embedder, embedder_for
+from pgrecall.embedders.embedding import Embedder, embedder_for
 from pgrecall.errors import UnsupportedFile
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES, Settings, default
 from pgrecall.worker import adapters, archive, language, scan, store
@@ -40,7 +40,7 @@ from pgrecall.worker.adapters import ParseError
 from pgrecall.worker.batcher import EmbeddingBatcher
 from pgrecall.worker.chunk import chunk_sections, chunking_signature, token_budget
 from pgrecall.worker.document import Chunk, ParsedDocument
-from pgrecall.worker.redact import redact_document
+from pgrecall.worker.redaction import redact_document
 from pgrecall.worker.scan import iter_files, mtime_of
 
 log = structlog.get_logger("pgrecall.worker")

@@ -17,8 +17,8 @@ import psycopg
 import structlog
 from procrastinate.jobs import Status
 
-from pgrecall import queries
 from pgrecall.errors import first_line
+from pgrecall.postgres import queries
 from pgrecall.status import QUEUE
 
 Q = queries.load("queue.sql")

@@ -17,10 +17,12 @@ import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
-from pgrecall import database, roots
+from pgrecall import roots
 from pgrecall.errors import InvalidInput, first_line
+from pgrecall.postgres import database
 from pgrecall.settings import Settings
-from pgrecall.worker import reconcile, recovery, scan, statistics, store, tasks
+from pgrecall.worker import reconciliation as reconcile
+from pgrecall.worker import recovery, scan, statistics, store, tasks
 from pgrecall.worker.pipeline import Indexer, Outcome
 
 log = structlog.get_logger("pgrecall.index")

@@ -24,16 +24,17 @@ import psycopg
 import structlog
 from psycopg.rows import class_row
 
-from pgrecall import database, queries
-from pgrecall.embedding import embedder_for
+from pgrecall.embedders.embedding import embedder_for
 from pgrecall.errors import PgRecallError, first_line, reason
+from pgrecall.postgres import database, queries
 from pgrecall.roots import MEMORY_ROOT, Root, archive_folder
-from pgrecall.sdnotify import Notifier
 from pgrecall.settings import Settings
-from pgrecall.worker import reconcile, recovery, statistics, store, tasks
+from pgrecall.worker import reconciliation as reconcile
+from pgrecall.worker import recovery, statistics, store, tasks
 from pgrecall.worker.chunk import chunking_signature
-from pgrecall.worker.memories import MemoryFolder
+from pgrecall.worker.memory.files import MemoryFolder
 from pgrecall.worker.pipeline import Indexer
+from pgrecall.worker.sdnotify import Notifier
 from pgrecall.worker.watch import POLLING, Watcher
 
 log = structlog.get_logger("pgrecall.service")

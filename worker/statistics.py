@@ -27,8 +27,8 @@ import time
 import psycopg
 import structlog
 
-from pgrecall import queries
 from pgrecall.errors import first_line
+from pgrecall.postgres import queries
 
 log = structlog.get_logger("pgrecall.statistics")
 Q = queries.load("index.sql")

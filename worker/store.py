@@ -21,7 +21,8 @@ from pgvector import Vector
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
-from pgrecall import bm25, kinds, locks, queries
+from pgrecall import bm25, kinds
+from pgrecall.postgres import locks, queries
 from pgrecall.projects import project_of
 from pgrecall.terms import identifier_terms
 from pgrecall.worker import statistics

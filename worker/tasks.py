@@ -52,7 +52,7 @@ async def index_file(context: procrastinate.JobContext, root: str, path: str) ->
     indexer = _indexer(context)
     outcome = await indexer.index_file(root, path)
     if outcome.status == "indexed" and root == context.additional_context.get("memory_root"):
-        from pgrecall.worker import memory_history
+        from pgrecall.worker.memory import history_writer as memory_history
 
         await memory_history.record_hand_edit(indexer.pool, root, path)  # a note changed by hand
     return _result(outcome)

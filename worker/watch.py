@@ -34,8 +34,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from pgrecall import queries
 from pgrecall.errors import first_line
+from pgrecall.postgres import queries
 from pgrecall.worker import scan, tasks
 from pgrecall.worker.watch_lease import WatchLease
 

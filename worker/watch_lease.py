@@ -15,9 +15,9 @@ from pathlib import Path
 import psycopg
 import structlog
 
-from pgrecall import queries
 from pgrecall.errors import first_line
-from pgrecall.locks import WATCH_LOCK_PREFIX
+from pgrecall.postgres import queries
+from pgrecall.postgres.locks import WATCH_LOCK_PREFIX
 
 log = structlog.get_logger("pgrecall.watch")
 Q = queries.load("service.sql")

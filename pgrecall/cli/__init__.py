@@ -35,20 +35,20 @@ EXAMPLES = """examples:
 # commands each adds (tests/unit/test_warm_client.py checks them against the modules). `pgrecall COMMAND`
 # imports only its module: a search asking the warm socket does not pay for the others.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
-    "index": ("index", "reembed"),
-    "search": ("search",),
-    "recent": ("recent",),
-    "memories": ("remember", "update", "forget", "restore", "memories"),
-    "service": ("serve", "watch", "worker"),
-    "sources": ("sources",),
-    "servers": ("api", "ui", "mcp"),
-    "status": ("status", "failures"),
-    "models": ("models",),
-    "db": ("db", "migrate"),
-    "setup": ("setup",),
-    "evaluate": ("eval",),
-    "hook": ("hook",),
-    "report": ("report",),
+    "index_commands": ("index", "reembed"),
+    "search_commands": ("search",),
+    "recent_commands": ("recent",),
+    "memory_commands": ("remember", "update", "forget", "restore", "memories"),
+    "service_commands": ("serve", "watch", "worker"),
+    "sources_commands": ("sources",),
+    "server_commands": ("api", "ui", "mcp"),
+    "status_commands": ("status", "failures"),
+    "model_commands": ("models",),
+    "db_commands": ("db", "migrate"),
+    "setup_commands": ("setup",),
+    "eval_commands": ("eval",),
+    "hook_commands": ("hook",),
+    "report_commands": ("report",),
 }
 SERVICE_COMMANDS = ("serve", "watch", "worker")  # they log their progress at INFO
 

@@ -27,16 +27,16 @@ def command(commands: argparse._SubParsersAction, name: str, run: Run, **options
 
 def url(settings: Settings, migrate: bool = True) -> str:
     if not migrate:
-        from pgrecall import database
+        from pgrecall.postgres import database
 
         return database.database_url(settings)
-    from pgrecall.migrate import migrated_url
+    from pgrecall.postgres.migrator import migrated_url
 
     return migrated_url(settings)
 
 
 def searcher(settings: Settings, pool_size: int):
-    from pgrecall.api.search import Searcher, search_url
+    from pgrecall.api.searcher import Searcher, search_url
 
     # Searches never migrate and need no write rights: the embedded server is started if
     # needed, an index never set up is one line (IndexNotSetUp), and they log in as the
@@ -53,7 +53,7 @@ def load_model_early(settings: Settings) -> threading.Thread:
 
     def load() -> None:
         try:
-            from pgrecall.embedding import embedder_for
+            from pgrecall.embedders.embedding import embedder_for
 
             embedder_for(settings).load()
         except Exception:  # noqa: BLE001, S110 - the first embed loads again and reports it

@@ -1,6 +1,6 @@
 """`pgrecall setup claude-code --plugin`: pgrecall as a Claude Code plugin, from a local marketplace.
 
-The marketplace (pgrecall.claude_plugin) is written under PGRECALL_HOME, its commands with this
+The marketplace (pgrecall.claude_integration.claude_plugin) is written under PGRECALL_HOME, its commands with this
 pgrecall's absolute path, and registered with Claude Code's own command, `claude plugin marketplace
 add FOLDER` (which declares it in ~/.claude/settings.json and reads it from the folder: a later
 setup's changes reach the plugin at Claude Code's next start). The user then installs it with
@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from pgrecall import claude_plugin
+from pgrecall.claude_integration import claude_plugin
 from pgrecall.errors import ConfigurationError
 from pgrecall.settings import Settings
 

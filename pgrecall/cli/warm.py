@@ -20,9 +20,9 @@ from pgrecall.errors import PgRecallError, reason
 from pgrecall.settings import Settings
 
 if TYPE_CHECKING:
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.read_queries import Document, RecentDocument
+    from pgrecall.api.searcher import Searcher
     from pgrecall.api.startup import Startup
-    from pgrecall.api.store import Document, RecentDocument
     from pgrecall.contract import Hit, RecentRequest, SearchRequest
 
 POOL_SIZE = 4  # connections, and threads answering at once
@@ -106,7 +106,7 @@ class WarmSearcher:
 
 def document_of(data: dict[str, Any]) -> Document:
     """A Document rebuilt from its to_dict(), as the warm service sends it."""
-    from pgrecall.api.store import Document
+    from pgrecall.api.read_queries import Document
 
     times = {"mtime", "indexed_at", "occurred_at"}
     fields = {f.name: data.get(f.name) for f in dataclasses.fields(Document)}
@@ -118,6 +118,6 @@ def document_of(data: dict[str, Any]) -> Document:
 
 def recent_document_of(data: dict[str, Any]) -> RecentDocument:
     """A RecentDocument rebuilt from its to_json(), as the warm service sends it."""
-    from pgrecall.api.store import RecentDocument
+    from pgrecall.api.read_queries import RecentDocument
 
     return RecentDocument(**{**data, "occurred_at": datetime.datetime.fromisoformat(data["occurred_at"])})

@@ -1,4 +1,4 @@
--- What configuring a connection reads (pgrecall.database).
+-- What configuring a connection reads (pgrecall.postgres.database).
 
 -- vector_types --
 -- The types pgvector's adapters need, in one statement: pgvector.psycopg's register_vector reads

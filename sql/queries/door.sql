@@ -1,4 +1,4 @@
--- Queries of remember's door (pgrecall.worker.memory_service, pgrecall.worker.memory_door). Values are parameters.
+-- Queries of remember's door (pgrecall.worker.memory.writer, pgrecall.worker.memory.door). Values are parameters.
 
 -- nearest_memories --
 -- The memories of the memory root nearest to a new text's vector: each memory once, by its best

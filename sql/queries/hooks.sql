@@ -1,4 +1,4 @@
--- Queries of the Claude Code hooks (pgrecall.cli.hook): read-only, run as the reader role. Values are always parameters.
+-- Queries of the Claude Code hooks (pgrecall.cli.hook_commands): read-only, run as the reader role. Values are always parameters.
 
 -- recent --
 -- The newest memories (notes of the memory folder with an id in their front matter) and Claude Code

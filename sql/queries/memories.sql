@@ -1,4 +1,4 @@
--- Queries of the memory service (pgrecall.worker.memory_service). Values are always parameters.
+-- Queries of the memory service (pgrecall.worker.memory.writer). Values are always parameters.
 
 -- memory_by_digest --
 -- The ids of indexed memories whose front matter's content_sha256 is this text's: consulted only

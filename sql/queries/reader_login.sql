@@ -1,4 +1,4 @@
--- Queries of the migrating side that provision the search side's login (pgrecall.reader_login).
+-- Queries of the migrating side that provision the search side's login (pgrecall.postgres.reader_login).
 -- The search side reads the stored login with its own queries (search.sql) and writes nothing.
 
 -- lock_reader_password --

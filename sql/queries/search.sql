@@ -1,4 +1,4 @@
--- Queries of the read-only search side (pgrecall.api.store, pgrecall.api.reader): reads only.
+-- Queries of the read-only search side (pgrecall.api.read_queries, pgrecall.api.reader): reads only.
 -- {placeholders} are filled once, at load, with the fixed snippets below; values are parameters.
 
 -- filter_joins --
@@ -244,14 +244,14 @@ ORDER BY d.occurred_at DESC, d.id DESC
 LIMIT %(limit)s
 
 -- index_is_set_up --
--- pgrecall.api.store: has a migration created what searches read? (searches never migrate)
+-- pgrecall.api.read_queries: has a migration created what searches read? (searches never migrate)
 SELECT to_regclass('pgrecall.documents') IS NOT NULL AND to_regclass('pgrecall.chunks') IS NOT NULL
    AND to_regclass('pgrecall.postings') IS NOT NULL AND to_regclass('pgrecall.corpus_stats') IS NOT NULL
    AND to_regclass('pgrecall.term_stats') IS NOT NULL AND to_regclass('pgrecall.roots') IS NOT NULL
    AND to_regclass('pgrecall.term_stat_deltas') IS NOT NULL AND to_regclass('pgrecall.corpus_stat_deltas') IS NOT NULL
 
 -- wait_for_migration --
--- pgrecall.api.store: returns once no migration is under way (pgrecall.migrate holds this lock,
+-- pgrecall.api.read_queries: returns once no migration is under way (pgrecall.postgres.migrator holds this lock,
 -- exclusively, for its whole transaction); a shared lock, taken and given back at once.
 SELECT pg_advisory_lock_shared(%(key)s), pg_advisory_unlock_shared(%(key)s)
 
@@ -283,5 +283,5 @@ SELECT ordinal, heading, text, id AS chunk_id FROM pgrecall.chunks WHERE documen
 SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_reader'
 
 -- reader_password --
--- pgrecall.api.reader: the reader's password, as pgrecall migrate stored it (pgrecall.reader_login).
+-- pgrecall.api.reader: the reader's password, as pgrecall migrate stored it (pgrecall.postgres.reader_login).
 SELECT password FROM pgrecall.reader_login

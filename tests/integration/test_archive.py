@@ -13,7 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgrecall import queries, status
+from pgrecall import status
+from pgrecall.postgres import queries
 from pgrecall.settings import load_settings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "claude_code"

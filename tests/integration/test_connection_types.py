@@ -1,4 +1,4 @@
-"""pgvector's types registered on a connection in one statement (pgrecall.database.configure_connection),
+"""pgvector's types registered on a connection in one statement (pgrecall.postgres.database.configure_connection),
 with what pgvector.psycopg.register_vector would give: every vector type round-trips, on sync and
 async connections, and the connection is left as it was found."""
 
@@ -10,7 +10,7 @@ import pytest
 from pgvector import Bit, HalfVector, SparseVector, Vector
 from psycopg.pq import TransactionStatus
 
-from pgrecall import database
+from pgrecall.postgres import database
 
 ROUND_TRIP = "SELECT %s::vector, %s::halfvec, %s::sparsevec, %s::bit(4)"
 VALUES = (

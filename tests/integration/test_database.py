@@ -3,8 +3,8 @@
 import psycopg
 import pytest
 
-from pgrecall import database
 from pgrecall.errors import DatabaseUnavailable
+from pgrecall.postgres import database
 from pgrecall.settings import load_settings
 
 

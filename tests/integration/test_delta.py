@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrecall import database
+from pgrecall.postgres import database
 from pgrecall.settings import load_settings
 from pgrecall.worker.pipeline import Indexer
 from tests.notes import conversation, write_export

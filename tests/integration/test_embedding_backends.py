@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrecall.embedding import BACKENDS, Embedder, bundled_model_path, embedder_for, new_embedder
+from pgrecall.embedders.embedding import BACKENDS, Embedder, bundled_model_path, embedder_for, new_embedder
+from pgrecall.embedders.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
+from pgrecall.embedders.onnx_model import FILES
+from pgrecall.embedders.torch_embedder import TorchEmbedder
 from pgrecall.errors import ModelUnavailable
-from pgrecall.onnx_embedder import OnnxEmbedder, OnnxInt8Embedder
-from pgrecall.onnx_model import FILES
 from pgrecall.settings import load_settings
-from pgrecall.torch_embedder import TorchEmbedder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
 
@@ -183,7 +183,7 @@ def _run(code: str, home: Path) -> subprocess.Popen:
 
 def test_onnx_backend_does_not_import_torch(home):
     code = (
-        "import sys; from pgrecall.embedding import new_embedder; e = new_embedder(backend='onnx-int8'); "
+        "import sys; from pgrecall.embedders.embedding import new_embedder; e = new_embedder(backend='onnx-int8'); "
         "e.embed_batch(['x']); print(e.space); "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported torch'"
     )
@@ -194,7 +194,7 @@ def test_onnx_backend_does_not_import_torch(home):
 
 
 EMBED_AND_SAVE = (
-    "import sys, numpy; from pgrecall.embedding import new_embedder; "
+    "import sys, numpy; from pgrecall.embedders.embedding import new_embedder; "
     "numpy.save(sys.argv[1], new_embedder(backend='onnx-int8').embed_batch({texts!r}))"
 )
 

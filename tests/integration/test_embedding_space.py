@@ -15,7 +15,7 @@ import pytest
 
 from pgrecall import status
 from pgrecall.errors import EmbeddingSpaceMismatch
-from pgrecall.worker.reconcile import plan
+from pgrecall.worker.reconciliation import plan
 from pgrecall.worker.run import run_reembed
 from pgrecall.worker.store import FileState
 from tests.notes import ERROR_CODE_NOTES, conversation, write_export, write_notes

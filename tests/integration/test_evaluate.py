@@ -4,7 +4,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pgrecall.evaluate import run_eval
+from pgrecall.composition.evaluation import run_eval
 from pgrecall.settings import load_settings
 from tests.support.evaluation import write_dataset
 

@@ -6,7 +6,7 @@ import pytest
 from psycopg import sql
 
 from pgrecall import locomo
-from pgrecall.evaluate_conversations import format_table, run_conversation_eval
+from pgrecall.composition.conversation_evaluation import format_table, run_conversation_eval
 from pgrecall.settings import load_settings
 from tests.support.locomo import write_locomo
 

@@ -22,12 +22,12 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Mount, Route
 
-from pgrecall import injection_ledger
 from pgrecall.api.editor import parse_command
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
 from pgrecall.api.web import PageRoute
-from pgrecall.cli.servers import status_reader
+from pgrecall.claude_integration import injection_ledger
+from pgrecall.cli.server_commands import status_reader
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
 

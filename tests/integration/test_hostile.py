@@ -13,13 +13,13 @@ import resource
 import psycopg
 import pytest
 
-from pgrecall.database import open_async_pool as open_pool
-from pgrecall.embedding import embedder_for
+from pgrecall.embedders.embedding import embedder_for
+from pgrecall.postgres.database import open_async_pool as open_pool
 from pgrecall.settings import DEFAULT_MAX_FILE_BYTES
 from pgrecall.worker import adapters, scan
 from pgrecall.worker.chunk import CHARS_PER_TOKEN, chunking_signature
 from pgrecall.worker.pipeline import Indexer
-from pgrecall.worker.reconcile import reconcile
+from pgrecall.worker.reconciliation import reconcile
 from tests.notes import conversation, write_notes
 from tests.support.statistics import assert_statistics_consistent, rows
 

@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 from pgrecall import contract
 from pgrecall.api.http import READ_ONLY_REASON, SavedOut, create_app
 from pgrecall.api.startup import Ready
+from pgrecall.memory.request import remember_request
 from tests.notes import ERROR_CODE_NOTES, write_notes
 
 
@@ -300,7 +301,7 @@ def test_memory_writes_need_the_token_when_one_is_configured(searcher, memories,
 
 
 def test_a_read_only_api_refuses_writes_with_403(searcher, memories, memory_folder):
-    saved = memories.remember("Written before the API went read-only.")
+    saved = memories.remember(remember_request("Written before the API went read-only."))
     read_only = TestClient(create_app(searcher, memories=Ready(memories), read_only=True, memory_folder=memory_folder))
     for method, path, body in [
         ("POST", "/memories", {"text": "A fact."}),

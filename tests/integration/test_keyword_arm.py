@@ -25,10 +25,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from pgrecall import database
-from pgrecall.api import store as read_store
-from pgrecall.embedding import DIMENSIONS
-from pgrecall.migrate import bundled_migrations, migrate
+from pgrecall.api import read_queries as read_store
+from pgrecall.embedders.embedding import DIMENSIONS
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import bundled_migrations, migrate
 from pgrecall.worker import statistics, store
 from pgrecall.worker.adapters import markdown
 from pgrecall.worker.chunk import chunk_sections

@@ -7,7 +7,7 @@ import asyncio
 
 import psycopg
 
-from pgrecall.api.store import ReadSession
+from pgrecall.api.read_queries import ReadSession
 from pgrecall.languages import CONFIGURATIONS, SIMPLE
 from pgrecall.worker import statistics, store
 from tests.support.statistics import ROOT, assert_statistics_consistent, connect, rows, write

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pgrecall.api.search import Searcher
+from pgrecall.api.searcher import Searcher
 from pgrecall.api.startup import NotStarted, Startup
 
 

@@ -1,6 +1,6 @@
 """remember's door on the real write path (model, database, folder): near-duplicates and secrets
 refused, with nothing written; `force` and `allow_secret` let them through; the exact-text dedupe stays.
-Through the service, the Python API (pgrecall.memories) and HTTP."""
+Through the service, the Python API (pgrecall.composition.memories) and HTTP."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from fastapi.testclient import TestClient
 
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
-from pgrecall.memory_client import NearDuplicate, SecretInMemory
-from pgrecall.worker.memory_service import MemoryClient, MemoryService
+from pgrecall.memory.client import NearDuplicate, SecretInMemory
+from pgrecall.memory.request import remember_request
+from pgrecall.worker.memory.writer import MemoryClient, MemoryService
 from tests.support.secrets import SHAPES
 
 FACT = "Staging runs three replicas since the March outage."
@@ -42,9 +43,9 @@ def notes(folder) -> list:
 def test_a_near_duplicate_is_refused_unsaved_and_force_saves_it(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            first = await service.remember(FACT, tags=["ops"])
+            first = await service.remember(remember_request(FACT, tags=["ops"]))
             with pytest.raises(NearDuplicate) as refused:
-                await service.remember(PARAPHRASE)
+                await service.remember(remember_request(PARAPHRASE))
             assert refused.value.ids == [first.memory.id]
             assert refused.value.similar[0].text == FACT and refused.value.similar[0].similarity >= 0.75
             assert str(refused.value).count(first.memory.id) == 2  # named once, then in the advice
@@ -53,17 +54,19 @@ def test_a_near_duplicate_is_refused_unsaved_and_force_saves_it(settings, db_url
 
             # The exact text still returns its memory, with or without force.
             for force in (False, True):
-                again = await service.remember(f"  {FACT}\n", force=force)
+                again = await service.remember(remember_request(f"  {FACT}\n", force=force))
                 assert (again.created, again.memory.id) == (False, first.memory.id)
-            unrelated = await service.remember(UNRELATED)
+            unrelated = await service.remember(remember_request(UNRELATED))
             assert unrelated.created and unrelated.indexed
 
-            forced = await service.remember(PARAPHRASE, force=True)
+            forced = await service.remember(remember_request(PARAPHRASE, force=True))
             assert forced.created and forced.indexed and forced.memory.id != first.memory.id
             assert len(notes(memory_folder)) == 3
             # A titled memory is compared as the pipeline embeds it (the title as its heading).
             with pytest.raises(NearDuplicate):
-                await service.remember("Staging has run 3 replicas ever since the March outage.", title="Staging")
+                await service.remember(
+                    remember_request("Staging has run 3 replicas ever since the March outage.", title="Staging")
+                )
 
     asyncio.run(scenario())
 
@@ -74,13 +77,15 @@ def test_a_distinct_fact_differing_by_a_code_or_number_is_saved_naming_the_memor
 ):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            first = await service.remember(first_text)
-            second = await service.remember(second_text)
+            first = await service.remember(remember_request(first_text))
+            second = await service.remember(remember_request(second_text))
             assert second.created and second.indexed and second.memory.id != first.memory.id
             assert [m.id for m in second.similar] == [first.memory.id]
             assert second.to_json()["similar"][0]["text"] == first_text
             with pytest.raises(NearDuplicate):  # a true paraphrase of the first is still refused
-                await service.remember(PARAPHRASE if first_text == FACT else f"{first_text} (noted again)")
+                await service.remember(
+                    remember_request(PARAPHRASE if first_text == FACT else f"{first_text} (noted again)")
+                )
             assert len(notes(memory_folder)) == 2
 
     asyncio.run(scenario())
@@ -89,12 +94,12 @@ def test_a_distinct_fact_differing_by_a_code_or_number_is_saved_naming_the_memor
 def test_the_door_reads_the_note_as_it_is_now_and_forgotten_memories_do_not_count(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            first = await service.remember(FACT)
+            first = await service.remember(remember_request(FACT))
             await service.forget(first.memory.id)
-            again = await service.remember(PARAPHRASE)  # the only near memory is in the trash
+            again = await service.remember(remember_request(PARAPHRASE))  # the only near memory is in the trash
             assert again.created
             with pytest.raises(NearDuplicate) as refused:
-                await service.remember(FACT)
+                await service.remember(remember_request(FACT))
             assert refused.value.ids == [again.memory.id] and refused.value.similar[0].text == PARAPHRASE
 
     asyncio.run(scenario())
@@ -109,21 +114,21 @@ def test_a_secret_is_refused_naming_its_kind_never_echoed_and_allow_secret_saves
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
             with structlog.testing.capture_logs() as events, pytest.raises(SecretInMemory) as refused:
-                await service.remember(text)
+                await service.remember(remember_request(text))
             assert refused.value.kind == "github token"
             assert "line 2, column 3" in str(refused.value) and token not in str(refused.value)
             assert [e["event"] for e in events] == ["memory_refused"] and token not in repr(events)
             assert notes(memory_folder) == []
             with structlog.testing.capture_logs() as events:
-                saved = await service.remember(text, allow_secret=True)
+                saved = await service.remember(remember_request(text, allow_secret=True))
             assert saved.created and token in (memory_folder / saved.memory.path).read_text()
             # Saved as asked, but its file name (which logs and listings show) is made without it.
             assert "redacted-github-token" in saved.memory.path and token.lower()[:16] not in saved.memory.path
             assert token not in repr(events)
             with pytest.raises(SecretInMemory, match="title holds a secret"):
-                await service.remember(UNRELATED, title=f"token {token}")
+                await service.remember(remember_request(UNRELATED, title=f"token {token}"))
             # An update is the same door: refused, the note unchanged, unless allowed.
-            clean = await service.remember(UNRELATED)
+            clean = await service.remember(remember_request(UNRELATED))
             before = (memory_folder / clean.memory.path).read_bytes()
             with pytest.raises(SecretInMemory, match=r"github token\) at line 1, column 5"):
                 await service.update(clean.memory.id, text=f"Use {token} now.")
@@ -137,7 +142,7 @@ def test_a_secret_is_refused_naming_its_kind_never_echoed_and_allow_secret_saves
 
 
 def test_the_python_api_raises_the_typed_refusals(db_url, tmp_path, monkeypatch):
-    from pgrecall import memories
+    from pgrecall.composition import memories
 
     monkeypatch.setenv("PGRECALL_DATABASE_URL", db_url)
     monkeypatch.setenv("PGRECALL_CONFIG", str(tmp_path / "no-config.toml"))
@@ -199,9 +204,9 @@ def test_the_checks_vector_is_the_one_indexed_and_the_text_is_not_embedded_twice
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
             with structlog.testing.capture_logs() as events:
-                checked = await service.remember(FACT, title="Staging size")
-                untitled = await service.remember("The office plants are watered on Fridays.")
-                forced = await service.remember(UNRELATED, force=True)
+                checked = await service.remember(remember_request(FACT, title="Staging size"))
+                untitled = await service.remember(remember_request("The office plants are watered on Fridays."))
+                forced = await service.remember(remember_request(UNRELATED, force=True))
             return checked, untitled, forced, [e for e in events if e["event"] == "file_indexed"]
 
     checked, untitled, forced, indexed = asyncio.run(scenario())

@@ -10,13 +10,14 @@ import time
 
 import pytest
 
-from pgrecall.memory_client import MemoryNotFound
-from pgrecall.memory_export import export_lines
-from pgrecall.memory_history import HISTORY, history, recorded_versions
-from pgrecall.memory_notes import folder_of, render
-from pgrecall.worker.memories import MemoryFolder
-from pgrecall.worker.memory_import import import_path
-from pgrecall.worker.memory_service import MemoryService
+from pgrecall.memory.client import MemoryNotFound
+from pgrecall.memory.export import export_lines
+from pgrecall.memory.notes import folder_of, render
+from pgrecall.memory.request import remember_request
+from pgrecall.memory.version_history import HISTORY, history, recorded_versions
+from pgrecall.worker.memory.files import MemoryFolder
+from pgrecall.worker.memory.importer import import_path
+from pgrecall.worker.memory.writer import MemoryService
 
 FACT = "Staging runs three replicas since the March outage."
 NEW_FACT = "Staging runs four replicas since the May load test."
@@ -35,7 +36,7 @@ def test_every_change_is_a_version_and_restore_brings_an_old_one_back(settings, 
 
     async def scenario():
         async with MemoryService(settings, db_url, folder) as service:
-            saved = await service.remember(FACT, tags=["ops"])
+            saved = await service.remember(remember_request(FACT, tags=["ops"]))
             memory_id = saved.memory.id
             await service.update(memory_id, text=NEW_FACT)
             await service.forget(memory_id)
@@ -73,7 +74,7 @@ def test_history_is_private_hidden_from_the_index_and_purged_with_its_memory(set
 
     async def scenario():
         async with MemoryService(settings, db_url, folder) as service:
-            saved = await service.remember(FACT)
+            saved = await service.remember(remember_request(FACT))
             await service.update(saved.memory.id, text=NEW_FACT)
             return saved.memory.id
 
@@ -103,7 +104,7 @@ def test_history_is_private_hidden_from_the_index_and_purged_with_its_memory(set
 
     async def forget_another():
         async with MemoryService(settings, db_url, folder) as service:
-            other = await service.remember(NEW_FACT + " Twice.")
+            other = await service.remember(remember_request(NEW_FACT + " Twice."))
             await service.forget(other.memory.id)
             return other.memory.id
 
@@ -118,7 +119,7 @@ def test_a_hand_edit_the_worker_indexes_is_recorded_as_an_edit(settings, db_url,
 
     async def remember():
         async with MemoryService(settings, db_url, folder) as service:
-            return (await service.remember(FACT)).memory
+            return (await service.remember(remember_request(FACT))).memory
 
     memory = run(remember())
     note = folder.resolve() / memory.path
@@ -140,10 +141,16 @@ def test_export_wipe_import_export_again_is_equal_and_a_second_import_changes_no
 
     async def fill():
         async with MemoryService(settings, db_url, folder) as service:
-            await service.remember(FACT, title="Staging size", tags=["ops", "staging"], metadata={"project": "apollo"})
-            second = await service.remember("Deploys go out on Tuesdays.", metadata={"weight": 2, "pinned": True})
+            await service.remember(
+                remember_request(FACT, title="Staging size", tags=["ops", "staging"], metadata={"project": "apollo"})
+            )
+            second = await service.remember(
+                remember_request("Deploys go out on Tuesdays.", metadata={"weight": 2, "pinned": True})
+            )
             await service.update(second.memory.id, text="Deploys go out on Tuesdays and Thursdays.")
-            await service.remember("Line one\nline two: ünïcode, \u00e9 and a tab\there.", source="mcp")
+            await service.remember(
+                remember_request("Line one\nline two: ünïcode, \u00e9 and a tab\there.", source="mcp")
+            )
 
     run(fill())
     first = export_lines(folder)
@@ -182,7 +189,7 @@ def test_an_import_of_an_id_holding_another_text_leaves_it_alone(settings, db_ur
 
     async def scenario():
         async with MemoryService(settings, db_url, folder) as service:
-            saved = await service.remember(FACT)
+            saved = await service.remember(remember_request(FACT))
             line = json.loads(export_lines(folder)[0])
             changed = tmp_path / "changed.jsonl"
             changed.write_text(json.dumps({**line, "text": NEW_FACT}) + "\n", encoding="utf-8")
@@ -232,7 +239,7 @@ def test_a_note_from_before_history_gets_its_first_version_at_its_first_change(s
 
     async def scenario():
         async with MemoryService(settings, db_url, folder) as service:
-            saved = await service.remember(FACT)
+            saved = await service.remember(remember_request(FACT))
             shutil.rmtree(folder.resolve() / HISTORY)  # as a note written by an older pgrecall
             await service.update(saved.memory.id, text=NEW_FACT)
             return saved.memory
@@ -248,7 +255,7 @@ def test_history_and_restore_of_a_version_over_http(settings, db_url, tmp_path, 
 
     from pgrecall.api.http import HistoryOut, create_app
     from pgrecall.api.startup import Ready
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     folder = tmp_path / "memories"
     with MemoryClient(settings, db_url, folder) as memories:
@@ -275,7 +282,7 @@ def test_export_and_import_over_http(settings, db_url, tmp_path, searcher):
 
     from pgrecall.api.http import ImportOut, create_app
     from pgrecall.api.startup import Ready
-    from pgrecall.worker.memory_service import MemoryClient
+    from pgrecall.worker.memory.writer import MemoryClient
 
     with (
         MemoryClient(settings, db_url, tmp_path / "one") as one,

@@ -11,10 +11,11 @@ import pytest
 
 from pgrecall import roots
 from pgrecall.errors import InvalidInput
-from pgrecall.memory_client import StaleVersion
-from pgrecall.memory_notes import TRASH, MemoryFolderIsALink, MemoryNotes, render
-from pgrecall.worker.memories import MemoryFolder, new_id, now_utc, relative_path
-from pgrecall.worker.memory_service import MemoryNotFound, MemoryService
+from pgrecall.memory.client import StaleVersion
+from pgrecall.memory.notes import TRASH, MemoryFolderIsALink, MemoryNotes, render
+from pgrecall.memory.request import remember_request
+from pgrecall.worker.memory.files import MemoryFolder, new_id, now_utc, relative_path
+from pgrecall.worker.memory.writer import MemoryNotFound, MemoryService
 from tests.service import query
 
 FACT = "Staging runs three replicas since the March outage."
@@ -36,7 +37,7 @@ def _indexed_paths(db_url, folder) -> list[str]:
 def test_a_stale_version_is_refused_and_changes_nothing(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            saved = await service.remember(FACT, tags=["ops"])
+            saved = await service.remember(remember_request(FACT, tags=["ops"]))
             read = saved.memory.version
             assert len(read) == 16 and saved.to_json()["version"] == read
             first = await service.update(saved.memory.id, text="Staging runs four replicas.", expect=read)
@@ -66,7 +67,7 @@ def test_a_stale_version_is_refused_and_changes_nothing(settings, db_url, memory
 def test_forget_moves_to_the_trash_restore_brings_it_back_purge_deletes(settings, db_url, memory_folder, searcher):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            saved = await service.remember(FACT, title="Staging size", tags=["ops"])
+            saved = await service.remember(remember_request(FACT, title="Staging size", tags=["ops"]))
             memory = saved.memory
             await service.forget(memory.id)
             root = memory_folder.resolve()
@@ -91,7 +92,7 @@ def test_forget_moves_to_the_trash_restore_brings_it_back_purge_deletes(settings
             assert list(root.rglob("*.md")) == [] and service.list(forgotten=True) == []
             with pytest.raises(MemoryNotFound, match="no forgotten memory"):
                 await service.restore(memory.id)
-            other = await service.remember("A second fact, purged at once.")
+            other = await service.remember(remember_request("A second fact, purged at once."))
             await service.forget(other.memory.id, purge=True)
             assert list(root.rglob("*.md")) == [] and _indexed_paths(db_url, root) == []
 
@@ -101,8 +102,8 @@ def test_forget_moves_to_the_trash_restore_brings_it_back_purge_deletes(settings
 def test_the_trash_is_purged_of_notes_forgotten_longer_ago_than_the_setting(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            old = await service.remember("Forgotten long ago.")
-            recent = await service.remember("Forgotten just now.", force=True)  # near the first one
+            old = await service.remember(remember_request("Forgotten long ago."))
+            recent = await service.remember(remember_request("Forgotten just now.", force=True))  # near the first one
             await service.forget(old.memory.id)
             await service.forget(recent.memory.id)
             return old.memory, recent.memory
@@ -122,7 +123,7 @@ def test_dedupe_reads_the_folder_a_note_written_but_not_indexed_counts(settings,
     files = MemoryFolder(memory_folder)
     files.ensure()
     now, memory_id = now_utc(), new_id()
-    from pgrecall.memory_notes import Memory
+    from pgrecall.memory.notes import Memory
 
     crashed = Memory(memory_id, relative_path(memory_id, now, None, FACT), None, FACT, (), "cli", {}, now, now)
     files.write(crashed)
@@ -130,7 +131,7 @@ def test_dedupe_reads_the_folder_a_note_written_but_not_indexed_counts(settings,
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
             assert _indexed_paths(db_url, service.root) == []
-            again = await service.remember(FACT)
+            again = await service.remember(remember_request(FACT))
             assert (again.created, again.memory.id, again.indexed) == (False, memory_id, True)
             assert _indexed_paths(db_url, service.root) == [crashed.path]
             assert len(list(memory_folder.rglob("*.md"))) == 1
@@ -141,14 +142,16 @@ def test_dedupe_reads_the_folder_a_note_written_but_not_indexed_counts(settings,
 def test_dedupe_goes_by_the_text_a_note_holds_not_its_stale_front_matter(settings, db_url, memory_folder):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            saved = await service.remember(FACT)
+            saved = await service.remember(remember_request(FACT))
             note = memory_folder.resolve() / saved.memory.path
             edited = note.read_text().replace("three", "two")  # by hand: content_sha256 stays the old text's
             note.write_text(edited, encoding="utf-8")
             assert saved.memory.content_sha256 in edited
-            same = await service.remember("Staging runs two replicas since the March outage.")
+            same = await service.remember(remember_request("Staging runs two replicas since the March outage."))
             assert (same.created, same.memory.id) == (False, saved.memory.id)
-            fresh = await service.remember(FACT, force=True)  # no note holds it any more (the door: nearly)
+            fresh = await service.remember(
+                remember_request(FACT, force=True)
+            )  # no note holds it any more (the door: nearly)
             assert fresh.created and fresh.memory.id != saved.memory.id
             assert len(list(memory_folder.rglob("*.md"))) == 2
 
@@ -164,7 +167,7 @@ def test_a_line_break_yaml_would_fold_is_refused_in_one_line_fields(settings, db
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
             with pytest.raises(InvalidInput, match="must be one line"):
-                await service.remember(FACT, **{field: arguments[field]})
+                await service.remember(remember_request(FACT, **{field: arguments[field]}))
 
     run(scenario())
     assert list(memory_folder.rglob("*.md")) == []
@@ -178,7 +181,7 @@ def test_what_is_given_comes_back_unchanged(settings, db_url, memory_folder):
 
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            saved = await service.remember(text, title=title, tags=tags, metadata=metadata)
+            saved = await service.remember(remember_request(text, title=title, tags=tags, metadata=metadata))
             return saved.memory
 
     memory = run(scenario())

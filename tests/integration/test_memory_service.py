@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from pgrecall.errors import InvalidInput
-from pgrecall.worker.memory_service import MemoryNotFound, MemoryService
+from pgrecall.memory.request import remember_request
+from pgrecall.worker.memory.writer import MemoryNotFound, MemoryService
 from tests.service import query
 
 
@@ -20,11 +21,13 @@ def test_remember_update_forget_through_search(settings, db_url, memory_folder, 
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
             saved = await service.remember(
-                "We chose PostgreSQL advisory locks over Redis for the ingest queue: one less service to run.",
-                title="Queue locking decision",
-                tags=["architecture"],
-                metadata={"project": "apollo"},
-                source="test-client",
+                remember_request(
+                    "We chose PostgreSQL advisory locks over Redis for the ingest queue: one less service to run.",
+                    title="Queue locking decision",
+                    tags=["architecture"],
+                    metadata={"project": "apollo"},
+                    source="test-client",
+                )
             )
             assert saved.created and saved.indexed
             hits = searcher.search("why no Redis for the ingest queue?", k=3)
@@ -32,7 +35,9 @@ def test_remember_update_forget_through_search(settings, db_url, memory_folder, 
             assert hits[0].metadata["id"] == saved.memory.id and hits[0].metadata["project"] == "apollo"
 
             again = await service.remember(
-                "  We chose PostgreSQL advisory locks over Redis for the ingest queue: one less service to run.\n"
+                remember_request(
+                    "  We chose PostgreSQL advisory locks over Redis for the ingest queue: one less service to run.\n"
+                )
             )
             assert (again.created, again.memory.id) == (False, saved.memory.id)
 
@@ -60,7 +65,7 @@ def test_bad_input_writes_nothing(settings, db_url, memory_folder):
         async with MemoryService(settings, db_url, memory_folder) as service:
             for bad in ({"text": "  "}, {"text": "x", "tags": ["a\nb"]}, {"text": "x", "metadata": {"a": {"b": 1}}}):
                 with pytest.raises(InvalidInput):
-                    await service.remember(**bad)
+                    await service.remember(remember_request(**bad))
             assert service.list() == []
 
     run(scenario())
@@ -76,7 +81,7 @@ def test_sixteen_concurrent_remembers_leave_one_note_per_distinct_text(settings,
         async def scenario():
             async with MemoryService(settings, db_url, memory_folder) as service:
                 # force: these texts are near-duplicates of each other; the exact-text lock is under test
-                return await asyncio.gather(*(service.remember(text, force=True) for text in chunk))
+                return await asyncio.gather(*(service.remember(remember_request(text, force=True)) for text in chunk))
 
         try:
             results.extend(asyncio.run(scenario()))
@@ -104,7 +109,9 @@ def test_a_memory_without_a_title_is_shown_by_its_first_sentence_and_its_file_na
 ):
     async def scenario():
         async with MemoryService(settings, db_url, memory_folder) as service:
-            saved = await service.remember("Staging runs three replicas since the March outage. It broke twice.")
+            saved = await service.remember(
+                remember_request("Staging runs three replicas since the March outage. It broke twice.")
+            )
             hit = searcher.search("how many staging replicas?", k=1)[0]
             assert hit.path == saved.memory.path
             assert hit.title == "Staging runs three replicas since the March outage."  # not the file name

@@ -1,8 +1,8 @@
 import pytest
 
-from pgrecall import database
 from pgrecall.errors import MigrationError
-from pgrecall.migrate import PROCRASTINATE_MIGRATION, Migration, bundled_migrations, migrate
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import PROCRASTINATE_MIGRATION, Migration, bundled_migrations, migrate
 
 
 def _schema_snapshot(conn):
@@ -119,7 +119,7 @@ def test_an_older_queue_schema_is_upgraded_by_procrastinates_migrations(empty_db
     migrations, ends like a fresh database, and its queue works with the installed Procrastinate."""
     import asyncio
 
-    from pgrecall.migrate import ensure_ledger, queue_migration_version, queue_migrations, record
+    from pgrecall.postgres.migrator import ensure_ledger, queue_migration_version, queue_migrations, record
     from pgrecall.worker import tasks
 
     queue = queue_migrations()
@@ -145,8 +145,8 @@ def test_an_older_queue_schema_is_upgraded_by_procrastinates_migrations(empty_db
         app = tasks.build_app(empty_db_url)
         async with app.open_async():
             await tasks.enqueue(app, tasks.REMOVE_TASK, str(tmp_path), ["gone.md"])
-            from pgrecall.database import open_async_pool as open_pool
-            from pgrecall.embedding import embedder_for
+            from pgrecall.embedders.embedding import embedder_for
+            from pgrecall.postgres.database import open_async_pool as open_pool
             from pgrecall.settings import load_settings
             from pgrecall.worker.pipeline import Indexer
 
@@ -172,7 +172,7 @@ def test_a_database_from_before_the_queue_ledger_is_adopted_without_reapplying(e
             conn.execute("DELETE FROM pgrecall.schema_migrations WHERE name LIKE 'procrastinate/%'")
         assert migrate(conn) == []
         recorded = conn.execute("SELECT count(*) FROM pgrecall.schema_migrations WHERE name LIKE 'procrastinate/%'")
-        from pgrecall.migrate import queue_migrations
+        from pgrecall.postgres.migrator import queue_migrations
 
         assert recorded.fetchone()[0] == len(queue_migrations())
 

@@ -17,10 +17,10 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from pgrecall.api import store as read_store
-from pgrecall.api.search import Searcher
+from pgrecall.api import read_queries as read_store
+from pgrecall.api.searcher import Searcher
 from pgrecall.cli import main
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
 from pgrecall.errors import ModelUnavailable
 from pgrecall.worker.run import run_index
 from tests.notes import ERROR_CODE_NOTES, write_notes

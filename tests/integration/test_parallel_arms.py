@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.api.search import Searcher
+from pgrecall.api.searcher import Searcher
 
 SCIFACT = Path("/work/shared/data/scifact")
 ABSTRACTS = 150

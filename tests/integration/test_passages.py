@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pgrecall.api.http import create_app
-from pgrecall.cli.hook import Recall, prompt_request
+from pgrecall.cli.hook_commands import Recall, prompt_request
 from tests.notes import write_notes
 
 # A note long enough for many chunks (128 word pieces each), every paragraph about vacuum.
@@ -133,9 +133,7 @@ def test_the_page_hides_floored_hits_unless_all_is_ticked_and_shows_similarity(d
     assert len(re.findall(r'class="chunk hit-chunk', document)) == 1  # the passage's best chunk
 
 
-def test_two_exchanges_of_a_conversation_found_together_are_one_passage_the_message_between_once(
-    index, searcher
-):
+def test_two_exchanges_of_a_conversation_found_together_are_one_passage_the_message_between_once(index, searcher):
     """The README's conversations: a claude.ai export, its exchanges each after the message before."""
     from pathlib import Path
 

@@ -5,13 +5,13 @@ import asyncio
 
 import numpy as np
 
-from pgrecall.embedding import embedder_for
+from pgrecall.embedders.embedding import embedder_for
 from pgrecall.settings import load_settings
 from tests.notes import write_notes
 
 
 def test_chunks_grouped_by_length_for_the_model_are_stored_with_their_own_vectors(db_url, tmp_path):
-    from pgrecall import database
+    from pgrecall.postgres import database
     from pgrecall.worker.run import run_index
 
     # Notes of one long paragraph (several full chunks) and a short tail, and one-line notes:

@@ -2,7 +2,7 @@
 
 A connection that logged in as the superuser and only ran SET ROLE can take its
 rights back; these tests try exactly that on the connections searches use. The
-reader's password is the migrating side's business (pgrecall.reader_login): a
+reader's password is the migrating side's business (pgrecall.postgres.reader_login): a
 search process only reads the stored login, which these tests check on the
 server's transaction counter and in the search side's SQL.
 """
@@ -21,10 +21,10 @@ import pytest
 import structlog
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgrecall import database, queries
 from pgrecall.api import reader
-from pgrecall.api.search import Searcher
-from pgrecall.migrate import migrate
+from pgrecall.api.searcher import Searcher
+from pgrecall.postgres import database, queries
+from pgrecall.postgres.migrator import migrate
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
 
@@ -266,7 +266,7 @@ WRITES = re.compile(
 )
 READS = ("SELECT", "WITH", "SET", "SHOW")
 SEARCH_SIDE_SQL = ["search.sql", "status.sql"]  # status.sql: the health a search reports
-SEARCH_SIDE_SOURCES = [*sorted((ROOT / "api").glob("*.py")), ROOT / "pgrecall" / "reader_role.py"]
+SEARCH_SIDE_SOURCES = [*sorted((ROOT / "api").glob("*.py")), ROOT / "pgrecall" / "postgres" / "reader_role.py"]
 
 
 def _code(statement: str) -> str:
@@ -308,7 +308,10 @@ def test_the_statements_the_search_side_spells_out_only_read():
 
 def test_the_write_check_sees_writes():
     """The checks above would fail on what searches once ran."""
-    old = ["ALTER ROLE pgrecall_reader PASSWORD {verifier}", "INSERT INTO pgrecall.reader_login VALUES (true, %s)"]
+    old = [
+        "ALTER ROLE pgrecall_reader PASSWORD {verifier}",
+        "INSERT INTO pgrecall.reader_login VALUES (true, %s)",
+    ]
     assert all(_write_problems("old", statement) for statement in old)
     assert not _write_problems("comment", "SELECT 1 -- never UPDATE here\n, 'DROP'")
     assert _write_problems("row lock", "SELECT id FROM pgrecall.documents FOR UPDATE")

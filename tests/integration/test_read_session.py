@@ -12,8 +12,8 @@ import tempfile
 import psycopg
 import pytest
 
-from pgrecall.api import store
-from pgrecall.api.search import Searcher
+from pgrecall.api import read_queries as store
+from pgrecall.api.searcher import Searcher
 from tests.notes import ERROR_CODE_NOTES, write_notes
 
 QUERY = "tomatoes ripen on the south bed"  # one keyword hit, no exact tie: no facts to read after fusion

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import structlog
 
-from pgrecall import database, status
+from pgrecall import status
+from pgrecall.postgres import database
 from pgrecall.worker.run import run_index
 from tests.notes import conversation, write_export, write_notes
 from tests.support.secrets import Planted, planted

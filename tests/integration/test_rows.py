@@ -16,9 +16,10 @@ import inspect
 import numpy as np
 import pytest
 
-from pgrecall import bm25, database, kinds, queries
+from pgrecall import bm25, kinds
 from pgrecall.api import keyword
-from pgrecall.api import store as read_store
+from pgrecall.api import read_queries as read_store
+from pgrecall.postgres import database, queries
 from pgrecall.status import QUEUE
 from pgrecall.worker import service, store
 from pgrecall.worker.document import Chunk, ParsedDocument, Section

@@ -14,10 +14,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgrecall import contract, database
-from pgrecall.migrate import bundled_migrations, migrate
+from pgrecall import contract
+from pgrecall.memory.request import remember_request
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import bundled_migrations, migrate
 from pgrecall.worker import store
-from pgrecall.worker.memory_service import MemoryService
+from pgrecall.worker.memory.writer import MemoryService
 from tests.notes import conversation, write_export, write_notes
 
 A, B = "/work/apollo", "/work/borealis"  # no such folders: kept as the resolved paths
@@ -157,7 +159,9 @@ def test_a_memory_carries_its_project_and_its_creation_time(settings, db_url, se
     async def remember():
         async with MemoryService(settings, db_url, tmp_path / "memories") as service:
             here = contract.with_project(None, str(repo / "api"))
-            return await service.remember("Apollo releases are cut from the main branch on Mondays.", metadata=here)
+            return await service.remember(
+                remember_request("Apollo releases are cut from the main branch on Mondays.", metadata=here)
+            )
 
     saved = asyncio.run(remember())
     assert saved.memory.metadata["project"] == str(repo.resolve())

@@ -5,7 +5,7 @@ import datetime
 import psycopg
 import pytest
 
-from pgrecall.api.search import Searcher
+from pgrecall.api.searcher import Searcher
 from pgrecall.errors import DatabaseUnavailable, InvalidInput
 from tests.notes import ERROR_CODE_NOTES, TAGGED_NOTES, write_notes
 

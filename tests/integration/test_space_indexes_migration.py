@@ -10,9 +10,9 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from pgrecall import database
-from pgrecall.api import store as read_store
-from pgrecall.migrate import bundled_migrations, migrate
+from pgrecall.api import read_queries as read_store
+from pgrecall.postgres import database
+from pgrecall.postgres.migrator import bundled_migrations, migrate
 from pgrecall.worker import store
 from pgrecall.worker.document import Chunk, ParsedDocument, Section
 

@@ -32,7 +32,7 @@ PHYSICAL_LOCKS = {"extend", "page"}
 
 
 def keyword_results(url: str) -> dict[str, list[tuple[int, float]]]:
-    from pgrecall.api.store import ReadSession
+    from pgrecall.api.read_queries import ReadSession
 
     with psycopg.connect(url) as conn:
         session = ReadSession(conn, None, 40)

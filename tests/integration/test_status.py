@@ -8,8 +8,9 @@ import json
 import psycopg
 import pytest
 
-from pgrecall import database, queries, status
+from pgrecall import status
 from pgrecall.api import reader
+from pgrecall.postgres import database, queries
 from pgrecall.worker import scan, tasks
 from tests.notes import ERROR_CODE_NOTES, write_notes
 
@@ -162,7 +163,7 @@ def test_queue_depth_takes_the_queue_name_and_only_the_reader_may_call_it(db_url
 
 
 def test_memories_count_notes_on_disk_and_in_the_index(index, settings, db_url, tmp_path):
-    from pgrecall.worker.memories import Memory, MemoryFolder, relative_path
+    from pgrecall.worker.memory.files import Memory, MemoryFolder, relative_path
 
     folder = MemoryFolder(tmp_path / "memories")
     for number, text in enumerate(("Staging runs three replicas.", "Deploys go out on Tuesdays."), 1):

@@ -15,7 +15,7 @@ import pytest
 import structlog
 from watchdog.observers import Observer
 
-from pgrecall.database import open_async_pool as open_pool
+from pgrecall.postgres.database import open_async_pool as open_pool
 from pgrecall.worker import tasks
 from pgrecall.worker.watch import Watcher
 from tests.service import query, wait_for

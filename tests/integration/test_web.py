@@ -5,12 +5,12 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from pgrecall import database, queries
 from pgrecall.api.http import create_app
 from pgrecall.api.web_text import minute
-from pgrecall.cli.servers import status_reader
-from pgrecall.locks import WATCH_LOCK_PREFIX
-from pgrecall.memory_notes import Memory, relative_path, render
+from pgrecall.cli.server_commands import status_reader
+from pgrecall.memory.notes import Memory, relative_path, render
+from pgrecall.postgres import database, queries
+from pgrecall.postgres.locks import WATCH_LOCK_PREFIX
 from pgrecall.settings import load_settings
 from tests.notes import ERROR_CODE_NOTES, write_notes
 

@@ -9,7 +9,8 @@ from fastapi.testclient import TestClient
 from pgrecall import contract
 from pgrecall.api.http import create_app
 from pgrecall.api.startup import Ready
-from pgrecall.memory_notes import MemoryNotes, read_memories
+from pgrecall.memory.notes import MemoryNotes, read_memories
+from pgrecall.memory.request import remember_request
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
 SITE = "http://127.0.0.1:8765"
@@ -82,7 +83,7 @@ def test_a_refused_remember_keeps_what_was_typed(client, memory_folder):
 
 
 def test_edit_from_the_form_rewrites_text_title_and_tags(client, memories, searcher, memory_folder):
-    saved = memories.remember(FACT, title="Cache expiry", tags=["ops"])
+    saved = memories.remember(remember_request(FACT, title="Cache expiry", tags=["ops"]))
     page = client.get(f"/memories/{saved.memory.id}", headers=HTML).text
     assert _version(page) == saved.memory.version
 
@@ -104,7 +105,7 @@ def test_edit_from_the_form_rewrites_text_title_and_tags(client, memories, searc
 
 
 def test_a_stale_edit_is_refused_and_shows_the_current_text_with_the_edit_kept(client, memories, memory_folder):
-    saved = memories.remember(FACT, title="Cache expiry")
+    saved = memories.remember(remember_request(FACT, title="Cache expiry"))
     read_version = _version(client.get(f"/memories/{saved.memory.id}", headers=HTML).text)
     memories.update(saved.memory.id, text="Changed meanwhile by an assistant: 9 minutes.")  # another writer
 
@@ -131,7 +132,7 @@ def test_a_stale_edit_is_refused_and_shows_the_current_text_with_the_edit_kept(c
 
 
 def test_forget_then_undo_brings_the_memory_back_with_its_id(client, memories, searcher, memory_folder):
-    saved = memories.remember(FACT, title="Cache expiry")
+    saved = memories.remember(remember_request(FACT, title="Cache expiry"))
     version = _version(client.get(f"/memories/{saved.memory.id}", headers=HTML).text)
 
     forgot = client.post(f"/memories/{saved.memory.id}/forget", data={"version": version}, headers=HTML)
@@ -149,7 +150,7 @@ def test_forget_then_undo_brings_the_memory_back_with_its_id(client, memories, s
 
 
 def test_a_stale_forget_is_refused_and_forgets_nothing(client, memories, memory_folder):
-    saved = memories.remember(FACT)
+    saved = memories.remember(remember_request(FACT))
     version = _version(client.get(f"/memories/{saved.memory.id}", headers=HTML).text)
     memories.update(saved.memory.id, tags=["changed"])
     refused = client.post(f"/memories/{saved.memory.id}/forget", data={"version": version}, headers=HTML)
@@ -158,7 +159,7 @@ def test_a_stale_forget_is_refused_and_forgets_nothing(client, memories, memory_
 
 
 def test_read_only_hides_the_forms_and_refuses_their_posts(searcher, memories, memory_folder):
-    saved = memories.remember(FACT)
+    saved = memories.remember(remember_request(FACT))
     read_only = TestClient(
         create_app(searcher, memories=Ready(memories), read_only=True, memory_folder=memory_folder),
         base_url=SITE,
@@ -181,7 +182,7 @@ def test_read_only_hides_the_forms_and_refuses_their_posts(searcher, memories, m
 
 @pytest.mark.parametrize("foreign", [{"origin": "http://evil.example"}, {"sec-fetch-site": "cross-site"}])
 def test_a_cross_site_form_post_is_refused_and_writes_nothing(client, memories, memory_folder, foreign):
-    saved = memories.remember(FACT)
+    saved = memories.remember(remember_request(FACT))
     for path, data in [
         ("/memories", {"text": "Planted by another site."}),
         (f"/memories/{saved.memory.id}", {"text": "Planted.", "version": saved.memory.version}),

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from pgrecall import sdnotify
+from pgrecall.worker import sdnotify
 
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 

@@ -1,4 +1,4 @@
-"""Fake secrets of every shape pgrecall.worker.redact knows, built when the tests run from a
+"""Fake secrets of every shape pgrecall.worker.redaction knows, built when the tests run from a
 seeded random source, so that no literal in the repository looks like a key to a secret scanner."""
 
 from __future__ import annotations

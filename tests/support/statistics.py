@@ -5,8 +5,8 @@ import hashlib
 import numpy as np
 import psycopg
 
-from pgrecall import database
-from pgrecall.embedding import DIMENSIONS
+from pgrecall.embedders.embedding import DIMENSIONS
+from pgrecall.postgres import database
 from pgrecall.worker import store
 from pgrecall.worker.adapters import markdown
 from pgrecall.worker.chunk import chunk_sections
@@ -42,7 +42,7 @@ FOLDED_CORPUS_STATS = """
 
 def fold_statistics(url):
     """Fold the BM25 statistics' deltas into their base rows, as the worker does (0013)."""
-    from pgrecall import queries
+    from pgrecall.postgres import queries
     from pgrecall.worker.statistics import FOLD_LOCK_KEY
 
     q = queries.load("index.sql")

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from pgrecall.embedder_base import bundled_model_path
+from pgrecall.embedders.embedder_base import bundled_model_path
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 E5_PROMPTS = {"query": "query: ", "passage": "passage: "}  # as multilingual-e5's configuration has them

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
 from tests.notes import write_notes
 from tests.support.cli import cli_env as make_env
 from tests.support.cli import run_cli as pgrecall

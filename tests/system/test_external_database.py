@@ -257,9 +257,9 @@ def test_a_login_without_createrole_searches_through_set_role(server, url, index
 
 @pytest.mark.xfail(strict=True, reason="one server-wide reader role, one password per database: see the report")
 def test_a_second_pgrecall_database_keeps_the_first_ones_reader_login(server, url, indexed, tmp_path):
-    from pgrecall import database
     from pgrecall.api import reader
-    from pgrecall.migrate import migrate
+    from pgrecall.postgres import database
+    from pgrecall.postgres.migrator import migrate
     from pgrecall.settings import load_settings
 
     server.admin("CREATE DATABASE pgrecall_second OWNER pgrecall")

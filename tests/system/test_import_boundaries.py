@@ -24,16 +24,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # The side that writes: the indexer and its queue, the migrator and what it provisions.
-MIGRATING = {"pgrecall.migrate", "pgrecall.reader_login"}
+MIGRATING = {"pgrecall.postgres.migrator", "pgrecall.postgres.reader_login"}
 WRITE_LIBRARIES = {"procrastinate", "watchdog"}  # the queue and the file watcher: the worker's alone
-# Modules that wire both sides together on purpose: the CLI, and the eval, which indexes then searches.
-# Modules that wire both sides together on purpose: the CLI's commands, the eval (it indexes, then
-# searches), and the Python memory API (it migrates, then writes through the worker).
-COMPOSITION_ROOTS = {"pgrecall.cli", "pgrecall.evaluate", "pgrecall.evaluate_conversations", "pgrecall.memories"}
+# Modules that wire both sides together on purpose, named as such: the CLI's commands and the
+# modules of pgrecall.composition (the eval: it indexes, then searches; the Python memory API: it
+# migrates, then writes through the worker).
+COMPOSITION_ROOTS = ("pgrecall.cli", "pgrecall.composition")
 
 
 def is_composition_root(module: str) -> bool:
-    return module in COMPOSITION_ROOTS or module.startswith("pgrecall.cli.")
+    return any(module == root or module.startswith(root + ".") for root in COMPOSITION_ROOTS)
 
 
 def is_search_side(module: str) -> bool:
@@ -215,9 +215,15 @@ def test_the_graph_is_the_installed_package():
     for name, path in GRAPH.modules.items():
         spec = importlib.util.find_spec(name)
         assert spec is not None and Path(spec.origin).resolve() == path.resolve(), name
-    assert {"pgrecall.api.search", "pgrecall.api.reader", "pgrecall.worker.run", "pgrecall.sql"} <= set(GRAPH.modules)
-    assert (MIGRATING | COMPOSITION_ROOTS | {"pgrecall.cli.servers", "pgrecall.api.http"}).issubset(GRAPH.modules)
-    assert {"pgrecall.contract", "pgrecall.settings", "pgrecall.database", "pgrecall.reader_role"} <= SHARED
+    assert {"pgrecall.api.searcher", "pgrecall.api.reader", "pgrecall.worker.run", "pgrecall.sql"} <= set(GRAPH.modules)
+    composed = {"pgrecall.composition.memories", "pgrecall.composition.evaluation", "pgrecall.cli.server_commands"}
+    assert (MIGRATING | set(COMPOSITION_ROOTS) | composed | {"pgrecall.api.http"}).issubset(GRAPH.modules)
+    assert {
+        "pgrecall.contract",
+        "pgrecall.settings",
+        "pgrecall.postgres.database",
+        "pgrecall.postgres.reader_role",
+    } <= SHARED
 
 
 def test_every_internal_import_names_a_module():
@@ -230,7 +236,7 @@ def test_the_parser_sees_lazy_imports_and_leaves_type_checking_out():
 from typing import TYPE_CHECKING
 from . import kinds
 if TYPE_CHECKING:
-    from pgrecall.worker import memories
+    from pgrecall.worker.memory import files as memories
 else:
     import pgrecall.errors
 def later():
@@ -251,21 +257,25 @@ def later():
         ("procrastinate", True),
     }
     assert unknown == ["x.py:11: pgrecall.gone"]
-    graph = Graph({}, {"a": [Edge("b", "a.py:1", True)], "b": [Edge("pgrecall.migrate", "b.py:2", False)]}, [])
-    assert graph.chains("a", lambda m: m in MIGRATING) == ["a -> b (lazy, a.py:1) -> pgrecall.migrate (b.py:2)"]
+    graph = Graph(
+        {}, {"a": [Edge("b", "a.py:1", True)], "b": [Edge("pgrecall.postgres.migrator", "b.py:2", False)]}, []
+    )
+    assert graph.chains("a", lambda m: m in MIGRATING) == [
+        "a -> b (lazy, a.py:1) -> pgrecall.postgres.migrator (b.py:2)"
+    ]
 
 
 def test_the_search_side_never_reaches_the_write_side():
     """pgrecall.api's modules reach (lazily or not) no worker module, no migrator, no queue or watcher."""
     checked = SEARCH_SIDE
-    assert {"pgrecall.api", "pgrecall.api.search", "pgrecall.api.http", "pgrecall.api.mcp_server"} <= checked
+    assert {"pgrecall.api", "pgrecall.api.searcher", "pgrecall.api.http", "pgrecall.api.mcp_server"} <= checked
     chains = GRAPH.violations(checked, is_write_side)
     assert not chains, _report("the search side imports the write side", chains)
 
 
 def test_the_write_side_never_reaches_the_search_side():
     checked = WRITE_SIDE & set(GRAPH.modules)
-    assert {"pgrecall.worker.run", "pgrecall.migrate", "pgrecall.reader_login"} <= checked
+    assert {"pgrecall.worker.run", "pgrecall.postgres.migrator", "pgrecall.postgres.reader_login"} <= checked
     chains = GRAPH.violations(checked, is_search_side)
     assert not chains, _report("the write side imports the search side", chains)
 
@@ -276,11 +286,11 @@ def test_shared_modules_reach_neither_side():
 
 
 def test_importing_the_search_api_loads_no_write_side(tmp_path):
-    """At run time, in a fresh interpreter of the installed package: import pgrecall.api.search, run nothing."""
-    code = "import json, sys\nimport pgrecall.api.search\nprint(json.dumps(sorted(sys.modules)))"
+    """At run time, in a fresh interpreter of the installed package: import pgrecall.api.searcher, run nothing."""
+    code = "import json, sys\nimport pgrecall.api.searcher\nprint(json.dumps(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
     )
     loaded = json.loads(done.stdout)
-    assert "pgrecall.api.search" in loaded
+    assert "pgrecall.api.searcher" in loaded
     assert not [m for m in loaded if is_write_side(m) or is_write_side(m.partition(".")[0])]

@@ -211,8 +211,8 @@ def test_a_memory_folder_replaced_by_a_link_is_never_followed_by_a_running_servi
 PYTHON_UPDATER = textwrap.dedent(
     """
     import sys
-    from pgrecall.memories import update_memory
-    from pgrecall.memory_client import StaleVersion
+    from pgrecall.composition.memories import update_memory
+    from pgrecall.memory.client import StaleVersion
     try:
         update_memory(sys.argv[1], text=sys.argv[3], expect=sys.argv[2])
     except StaleVersion as exc:

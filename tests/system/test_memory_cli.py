@@ -193,9 +193,9 @@ PYTHON_API = textwrap.dedent(
     """
     import json, sys
     import pgrecall.api as api
-    import pgrecall.memories as memories
+    import pgrecall.composition.memories as memories
     from pgrecall.errors import InvalidInput
-    from pgrecall.memory_client import StaleVersion
+    from pgrecall.memory.client import StaleVersion
 
     loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
     saved = memories.remember(sys.argv[1], title="Queue locking", tags=["architecture"],

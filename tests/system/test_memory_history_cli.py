@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from pgrecall.memory_history import recorded_versions
-from pgrecall.memory_notes import MemoryNotes
+from pgrecall.memory.notes import MemoryNotes
+from pgrecall.memory.version_history import recorded_versions
 from tests.support.cli import cli_env as make_env
 from tests.support.cli import run_cli
 
@@ -81,10 +81,11 @@ KILLED_CHANGE = textwrap.dedent(
     """
     import asyncio, sys, threading
     from pathlib import Path
-    from pgrecall.memory_notes import folder_of
+    from pgrecall.memory.notes import folder_of
     from pgrecall.settings import load_settings
-    from pgrecall.worker import memories, memory_history
-    from pgrecall.worker.memory_service import MemoryService
+    from pgrecall.worker.memory import files as memories
+    from pgrecall.worker.memory import history_writer as memory_history
+    from pgrecall.worker.memory.writer import MemoryService
 
     point, reached, memory_id, text = sys.argv[1:5]
 
@@ -103,7 +104,7 @@ KILLED_CHANGE = textwrap.dedent(
 
     async def main():
         settings = load_settings()
-        from pgrecall.migrate import migrated_url
+        from pgrecall.postgres.migrator import migrated_url
         async with MemoryService(settings, migrated_url(settings), folder_of(settings)) as service:
             await service.update(memory_id, text=text)
 
@@ -152,7 +153,7 @@ def test_a_change_killed_half_way_leaves_the_memory_old_or_new_and_the_history_c
 PYTHON_API = textwrap.dedent(
     """
     import json, sys
-    import pgrecall.memories as memories
+    import pgrecall.composition.memories as memories
 
     loaded = sorted(m for m in sys.modules if m.startswith(("pgrecall.worker", "procrastinate")))
     saved = memories.remember(sys.argv[1], tags=["ops"])

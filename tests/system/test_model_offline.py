@@ -12,7 +12,7 @@ def refuse(*args, **kwargs):
 socket.socket.connect = refuse
 socket.create_connection = refuse
 before = dict(os.environ)
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
 vectors = new_embedder().embed_batch(["offline"])
 assert vectors.shape == (1, 384), vectors.shape
 added = {key for key in os.environ if key not in before}

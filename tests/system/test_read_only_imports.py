@@ -49,7 +49,13 @@ threading.Thread(target=dump_modules_when_asked, daemon=True).start()
 sys.exit(main(sys.argv[3:]))
 """
 
-WRITE_PATH = ["pgrecall.worker", "pgrecall.memories", "procrastinate", "pgrecall.migrate", "pgrecall.reader_login"]
+WRITE_PATH = [
+    "pgrecall.worker",
+    "pgrecall.composition.memories",
+    "procrastinate",
+    "pgrecall.postgres.migrator",
+    "pgrecall.postgres.reader_login",
+]
 
 
 def _loaded(modules: list[str], prefix: str) -> list[str]:
@@ -168,7 +174,7 @@ def test_a_read_only_api_imports_nothing_that_writes(read_only_api, prefix):
 
 @pytest.mark.parametrize("prefix", WRITE_PATH)
 def test_a_read_only_mcp_server_imports_nothing_that_writes(read_only_mcp, prefix):
-    assert "pgrecall.api.mcp_server" in read_only_mcp and "pgrecall.api.search" in read_only_mcp
+    assert "pgrecall.api.mcp_server" in read_only_mcp and "pgrecall.api.searcher" in read_only_mcp
     assert _loaded(read_only_mcp, prefix) == []
 
 
@@ -176,4 +182,4 @@ def test_an_api_that_writes_does_import_the_write_path(database_url, tmp_path):
     """The check above sees the write path when it is there: a write loads the worker and the memory client."""
     answers, modules = run_api(database_url, tmp_path)
     assert answers["remember"] == 201
-    assert "pgrecall.worker.memory_service" in modules and "pgrecall.memories" in modules
+    assert "pgrecall.worker.memory.writer" in modules and "pgrecall.composition.memories" in modules

@@ -45,7 +45,7 @@ opened = []
 atexit.register(lambda: print("closed at exit:", opened[0].pool.closed))
 print(search("E-4711", k=1, mode="keyword")[0].path)
 print(get_document("notes/garden.md").path)
-opened.append(sys.modules["pgrecall.api.search"].default_searcher())
+opened.append(sys.modules["pgrecall.api.searcher"].default_searcher())
 """
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from pgrecall import database
+from pgrecall.postgres import database
 from tests.notes import write_notes
 from tests.service import (
     Process,

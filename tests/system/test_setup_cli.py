@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from pgrecall import claude_plugin
+from pgrecall.claude_integration import claude_plugin
 from tests.support.cli import COMMAND, run_cli
 
 SETTINGS = {

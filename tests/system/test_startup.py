@@ -20,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from pgrecall import database
+from pgrecall.postgres import database
 from pgrecall.settings import load_settings
 from tests.service import wait_for
 from tests.support.cli import start_cli

@@ -35,7 +35,9 @@ def test_a_session_is_one_document_with_a_section_per_exchange():
     assert doc.path == f"projects/-home-ada-src-shop/{SESSION_ID}.jsonl"
     assert {s.heading for s in doc.sections} == {"Autovacuum disabled on orders"}
     first, second = doc.sections  # each prompt with its answer, dated and named
-    assert first.text.startswith("[15 June 2026] User: /model opus\n\nWhy does autovacuum never run on the orders table?")
+    assert first.text.startswith(
+        "[15 June 2026] User: /model opus\n\nWhy does autovacuum never run on the orders table?"
+    )
     assert "\n\nClaude: Let me look at the table's storage parameters." in first.text
     assert first.text.endswith(
         "orders carries 1.2 million dead tuples. After the migration, run VACUUM (VERBOSE) orders once."
@@ -102,7 +104,9 @@ def test_a_subagent_transcript_names_its_parent_session():
     assert doc.metadata["parent_session_id"] == SESSION_ID
     assert doc.metadata["agent_id"] == "a3f9c21"
     [exchange] = doc.sections
-    assert exchange.text.startswith("[15 June 2026] User: Count dead tuples per table in the shop database.\n\nClaude: ")
+    assert exchange.text.startswith(
+        "[15 June 2026] User: Count dead tuples per table in the shop database.\n\nClaude: "
+    )
     assert doc.title == "Count dead tuples per table in the shop database."
     assert "parent_session_id" not in _parse(SESSION).metadata
 

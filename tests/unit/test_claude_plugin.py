@@ -1,4 +1,4 @@
-"""The plugin's files (pgrecall.claude_plugin) against Claude Code's documented plugin and marketplace
+"""The plugin's files (pgrecall.claude_integration.claude_plugin) against Claude Code's documented plugin and marketplace
 format, and the copy kept in the repository (deploy/claude-code) against what the code writes.
 tests/system/test_claude_code_plugin.py checks the same files with Claude Code's own CLI."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall import claude_plugin as cp
-from pgrecall import claude_setup as cs
+from pgrecall.claude_integration import claude_plugin as cp
+from pgrecall.claude_integration import claude_setup as cs
 
 REPOSITORY_COPY = Path(__file__).parents[2] / "deploy" / "claude-code"
 ARGV = ("/home/ada/.local/pipx/venvs/pgrecall/bin/pgrecall",)
@@ -82,7 +82,7 @@ def test_each_skill_is_a_folder_with_a_skill_md_named_as_its_folder(name):
 
 @pytest.mark.parametrize("switch", ["off", "on"])
 def test_the_plugin_carries_the_session_switch_as_a_command_the_prompt_hook_recognises(switch):
-    from pgrecall import hooks
+    from pgrecall.claude_integration import hooks
 
     text = FILES[f"plugins/pgrecall/commands/{switch}.md"]
     assert len(front_matter(text)["description"]) > 20
@@ -102,7 +102,7 @@ def test_every_file_is_inside_the_marketplace_and_the_manifests_in_claude_plugin
 
 
 def test_the_repository_copy_is_what_the_code_writes_for_pgrecall_on_path():
-    """Regenerate it with: .venv/bin/python -m pgrecall.claude_plugin deploy/claude-code"""
+    """Regenerate it with: .venv/bin/python -m pgrecall.claude_integration.claude_plugin deploy/claude-code"""
     files = cp.repository_files()
     assert cp.changed_files(REPOSITORY_COPY, files) == []
     on_disk = {p.relative_to(REPOSITORY_COPY).as_posix() for p in REPOSITORY_COPY.rglob("*") if p.is_file()}

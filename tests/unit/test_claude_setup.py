@@ -1,5 +1,5 @@
-"""pgrecall's entries in Claude Code's and Claude Desktop's settings (pgrecall.claude_setup), and the
-file edits that write them (pgrecall.json_edits), on realistic settings files in a temporary folder."""
+"""pgrecall's entries in Claude Code's and Claude Desktop's settings (pgrecall.claude_integration.claude_setup), and the
+file edits that write them (pgrecall.claude_integration.json_edits), on realistic settings files in a temporary folder."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pgrecall import claude_setup as cs
-from pgrecall import json_edits
+from pgrecall.claude_integration import claude_setup as cs
+from pgrecall.claude_integration import json_edits
 from pgrecall.errors import ConfigurationError, InvalidInput
 
 PGRECALL = "/home/ada/.local/pipx/venvs/pgrecall/bin/pgrecall"

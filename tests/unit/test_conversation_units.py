@@ -3,7 +3,8 @@
 import datetime
 import json
 
-from pgrecall.worker import adapters, redact
+from pgrecall.worker import adapters
+from pgrecall.worker import redaction as redact
 from pgrecall.worker.adapters.conversation import CONTEXT_WORDS, Message, sections
 
 MAY_8 = datetime.datetime(2023, 5, 8, 13, 56, tzinfo=datetime.UTC)

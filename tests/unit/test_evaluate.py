@@ -2,7 +2,7 @@
 
 import pytest
 
-from pgrecall.evaluate import document_run, ir_metrics, load_dataset
+from pgrecall.composition.evaluation import document_run, ir_metrics, load_dataset
 from tests.support.evaluation import QUERIES, write_dataset
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall import hooks
-from pgrecall.cli import hook
+from pgrecall.claude_integration import hooks
+from pgrecall.cli import hook_commands as hook
 from pgrecall.errors import InvalidInput
 from pgrecall.settings import load_settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from pgrecall import injection_ledger
+from pgrecall.claude_integration import injection_ledger
 
 
 def test_records_are_appended_one_line_each_and_read_back(tmp_path):

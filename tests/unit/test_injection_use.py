@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pgrecall import injection_use
+from pgrecall.claude_integration import injection_use
 
 AT = "2026-11-22T08:00:01.000Z"
 INCIDENT = {

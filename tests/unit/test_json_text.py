@@ -1,10 +1,10 @@
-"""JSON text edited in place: pgrecall.json_text keeps what it does not change byte for byte."""
+"""JSON text edited in place: pgrecall.claude_integration.json_text keeps what it does not change byte for byte."""
 
 import json
 
 import pytest
 
-from pgrecall.json_text import edited_text, same
+from pgrecall.claude_integration.json_text import edited_text, same
 
 # As a user writes settings by hand: one-line arrays and objects, a blank line, odd spacing.
 USERS_SETTINGS = """{

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall import hooks
+from pgrecall.claude_integration import hooks
 from pgrecall.errors import InvalidInput
 from pgrecall.roots import Root
 from pgrecall.settings import load_settings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pgrecall.embedder_base import bundled_model_path
+from pgrecall.embedders.embedder_base import bundled_model_path
 from pgrecall.errors import ConfigurationError
 from pgrecall.language_detection import detect
 from pgrecall.languages import configuration_of, model_card_languages, parse_languages

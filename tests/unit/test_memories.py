@@ -8,10 +8,11 @@ import stat
 
 import pytest
 
-from pgrecall import contract, memory_notes
+from pgrecall import contract
 from pgrecall.errors import InvalidInput
-from pgrecall.worker import memories
-from pgrecall.worker.memories import Memory, MemoryFolder
+from pgrecall.memory import notes as memory_notes
+from pgrecall.worker.memory import files as memories
+from pgrecall.worker.memory.files import Memory, MemoryFolder
 
 
 def make(folder: MemoryFolder, text="Prefer uv over pip for new projects, because locking is built in.", **fields):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from pgrecall.memory_client import NearDuplicate, SecretInMemory
-from pgrecall.worker import memory_door
-from pgrecall.worker.memory_door import Candidate, find_secret, is_near_duplicate, near_duplicates, rare_terms
+from pgrecall.memory.client import NearDuplicate, SecretInMemory
+from pgrecall.worker.memory import door as memory_door
+from pgrecall.worker.memory.door import Candidate, find_secret, is_near_duplicate, near_duplicates, rare_terms
 from tests.support.secrets import SHAPES
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from pgrecall.errors import InvalidInput
-from pgrecall.memory_export import EXPORT_FIELDS, export_line
-from pgrecall.memory_history import FORGOTTEN, GONE, LIVE, State, Version, plan, version_number
-from pgrecall.memory_notes import Memory
-from pgrecall.worker.memory_import import markdown_record, records_of
+from pgrecall.memory.export import EXPORT_FIELDS, export_line
+from pgrecall.memory.notes import Memory
+from pgrecall.memory.version_history import FORGOTTEN, GONE, LIVE, State, Version, plan, version_number
+from pgrecall.worker.memory.importer import markdown_record, records_of
 
 
 def version(n: int, event: str, content: bytes) -> Version:

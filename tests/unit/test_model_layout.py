@@ -1,4 +1,4 @@
-"""pgrecall.model_layout reads a sentence-transformers folder's files as sentence-transformers does."""
+"""pgrecall.embedders.model_layout reads a sentence-transformers folder's files as sentence-transformers does."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pgrecall.embedder_base import BUNDLED_NAME, parse_space
-from pgrecall.model_layout import pool, read_layout
+from pgrecall.embedders.embedder_base import BUNDLED_NAME, parse_space
+from pgrecall.embedders.model_layout import pool, read_layout
 
 
 def _folder(tmp_path, files: dict[str, object]):

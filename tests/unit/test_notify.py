@@ -11,8 +11,8 @@ import uuid
 import pytest
 import structlog
 
-from pgrecall import sdnotify
-from pgrecall.sdnotify import Notifier
+from pgrecall.worker import sdnotify
+from pgrecall.worker.sdnotify import Notifier
 from tests.service import wait_for
 from tests.support.notify_socket import NotifySocket
 

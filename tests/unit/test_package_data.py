@@ -15,8 +15,8 @@ def package_data_files() -> set[Path]:
     folders = setuptools["package-dir"]
     taken = set()
     for package, patterns in setuptools["package-data"].items():
-        top, _, rest = package.partition(".")
-        top_name = f"{top}.{rest.split('.')[0]}" if rest else top
+        # The longest package-dir entry it lies in: pgrecall.api.x is api/x, pgrecall.memory is pgrecall/memory.
+        top_name = max((name for name in folders if package == name or package.startswith(name + ".")), key=len)
         folder = ROOT / folders[top_name] / Path(*package.split(".")[len(top_name.split(".")) :])
         for pattern in patterns:
             taken |= {path for path in folder.glob(pattern) if path.is_file()}
@@ -26,7 +26,13 @@ def package_data_files() -> set[Path]:
 def test_every_template_static_file_and_sql_file_is_package_data():
     wanted = [
         path
-        for folder in ("api/templates", "api/static", "sql/migrations", "sql/queries")
+        for folder in (
+            "api/templates",
+            "api/static",
+            "sql/migrations",
+            "sql/queries",
+            "pgrecall/claude_integration/claude_commands",
+        )
         for path in (ROOT / folder).rglob("*")
         if path.is_file() and not fnmatch.fnmatch(path.name, "*.pyc") and path.name != "__init__.py"
     ]

@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 from psycopg import _queries
 
-from pgrecall import queries
+from pgrecall.postgres import queries
 
 SQL_FILES = sorted(
     path.name for path in (resources.files("pgrecall.sql") / "queries").iterdir() if path.name.endswith(".sql")
@@ -41,7 +41,7 @@ def test_every_named_query_fits_psycopgs_cache_of_converted_queries(filename: st
 
 
 def test_the_search_arms_expanded_with_their_filters_fit_it_too() -> None:
-    from pgrecall.api import store
+    from pgrecall.api import read_queries as store
 
     too_long = {key: len(text) for key, text in store.Q.items() if len(text) > _queries.MAX_CACHED_STATEMENT_LENGTH}
     assert not too_long, too_long

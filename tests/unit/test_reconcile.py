@@ -1,6 +1,6 @@
 """Reconciliation: which files of a root are indexed again, and which are dropped."""
 
-from pgrecall.worker.reconcile import plan
+from pgrecall.worker.reconciliation import plan
 
 
 def test_reconciliation_treats_another_chunking_as_a_change():

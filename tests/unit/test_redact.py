@@ -3,10 +3,10 @@ source, so that no literal in the repository looks like a key to a secret scanne
 
 import pytest
 
-from pgrecall.worker import redact
+from pgrecall.worker import redaction as redact
 from pgrecall.worker.chunk import chunking_signature
 from pgrecall.worker.document import ParsedDocument, Section
-from pgrecall.worker.redact import Finding
+from pgrecall.worker.redaction import Finding
 from tests.support.secrets import ALNUM, B64, HEX, SHAPES, UPPER, URLSAFE, planted
 from tests.support.secrets import random_text as _random
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.embedding import new_embedder
+from pgrecall.embedders.embedding import new_embedder
+from pgrecall.embedders.torch_embedder import TorchEmbedder
 from pgrecall.errors import ConfigurationError
 from pgrecall.settings import MODEL_THRESHOLDS, SETTINGS, Settings, load_settings
-from pgrecall.torch_embedder import TorchEmbedder
 
 INTEGERS = [s for s in SETTINGS if s.minimum is not None and not s.real]
 

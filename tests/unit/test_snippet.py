@@ -3,7 +3,7 @@
 import pytest
 
 from pgrecall import kinds
-from pgrecall.api.search import make_snippet, validate_filters
+from pgrecall.api.searcher import make_snippet, validate_filters
 from pgrecall.errors import InvalidInput
 
 WIDTH = 240

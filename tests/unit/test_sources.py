@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from pgrecall import roots
-from pgrecall.cli.sources import add_source, list_sources, remove_source
+from pgrecall.cli.sources_commands import add_source, list_sources, remove_source
 from pgrecall.errors import ConfigurationError, InvalidInput
 from pgrecall.worker import archive
 

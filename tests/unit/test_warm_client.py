@@ -108,7 +108,7 @@ def test_the_warm_searcher_and_the_searcher_read_the_index_alike():
     import inspect
 
     from pgrecall.api import warm_server
-    from pgrecall.api.search import IndexReader, Searcher
+    from pgrecall.api.searcher import IndexReader, Searcher
     from pgrecall.cli.warm import WarmSearcher
 
     members = [name for name, value in vars(IndexReader).items() if inspect.isfunction(value) and name[0] != "_"]
@@ -124,7 +124,7 @@ def test_the_warm_searcher_and_the_searcher_read_the_index_alike():
 
 
 def test_a_recent_request_travels_as_its_fields(tmp_path):
-    from pgrecall.api.store import RecentDocument
+    from pgrecall.api.read_queries import RecentDocument
     from pgrecall.cli.warm import recent_document_of
 
     request = contract.recent_request(project="/work/apollo", days=3, kind="markdown", limit=5)

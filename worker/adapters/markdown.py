@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from pgrecall import kinds, memory_notes
+from pgrecall import kinds
 from pgrecall.front_matter import lenient_front_matter
+from pgrecall.memory import notes as memory_notes
 from pgrecall.worker.document import ParsedDocument, Section, moment, named
 
 # The closing hashes are stripped in code: `(.*?)[ \t#]*$` backtracks quadratically on long lines.
