@@ -308,7 +308,7 @@ class Searcher:
             session = store.ReadSession(
                 conn,
                 request.filters,
-                ef_search=max(self.settings.ef_search, limit),
+                ef_search=None if self.settings.ef_search is None else max(self.settings.ef_search, limit),
                 vectors=vectors is not None,
                 exact_vectors=self.exact_vectors,
             )

@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25, database, queries
-from pgrecall.api import keyword, spaces
+from pgrecall.api import keyword, spaces, vector_effort
 from pgrecall.contract import FILTER_FIELDS
 from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.terms import identifier_terms
@@ -59,6 +59,12 @@ def vector_arm_query(name: str, filtered: bool, space_id: int, dimensions: int) 
     )
 
 
+@functools.cache
+def filtered_rows_query(space_id: int) -> sql.Composed:
+    """The plan (never run) of the chunks of one space the filters keep, for its estimate of their number."""
+    return sql.SQL(_expand(_RAW["filtered_rows"], True, "c.id")).format(space_id=sql.Literal(int(space_id)))
+
+
 QUERY_SPACES = _RAW["query_spaces"].replace("{embedding_spaces}", _RAW["embedding_spaces"])
 
 
@@ -76,6 +82,7 @@ class SpaceIndex(NamedTuple):
 
     id: int
     dimensions: int
+    rows: float | None = None  # its chunks, as estimated without a count (None: not known yet)
 
 
 class IndexedSpace(NamedTuple):
@@ -84,6 +91,7 @@ class IndexedSpace(NamedTuple):
     space: str | None
     id: int | None
     dimensions: int | None
+    rows: float | None  # the space's chunks as its HNSW index's statistics estimate them (None: not known)
 
 
 class KeywordHit(NamedTuple):
@@ -277,13 +285,16 @@ class ReadSession:
     vectors=False: a session without a vector arm (keyword mode) skips the HNSW settings, a
     round trip; its vector_arm refuses. exact_vectors=True: every vector arm is computed exactly,
     without the approximate index (evaluations: figures that do not depend on the graph's build).
+    ef_search: PGRECALL_EF_SEARCH where set, for every vector arm of the session (set at once, as
+    before the effort was chosen); None: each vector arm's effort is chosen for its space and the
+    filters (pgrecall.api.vector_effort), its HNSW settings set just before it.
     """
 
     def __init__(
         self,
         conn: psycopg.Connection,
         filters: dict[str, Any] | None,
-        ef_search: int,
+        ef_search: int | None,
         *,
         vectors: bool = True,
         exact_vectors: bool = False,
@@ -293,8 +304,32 @@ class ReadSession:
         self.params = _filter_values(filters)
         self.vectors = vectors
         self.exact_vectors = exact_vectors
-        if vectors and not exact_vectors:
-            conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search)})
+        self.ef_search = ef_search
+        self._ef_set: int | None = None  # the hnsw.ef_search this transaction holds, where set here
+        self._efforts: dict[tuple[int, int], vector_effort.Effort] = {}
+        if vectors and not exact_vectors and ef_search is not None:
+            self._set_hnsw(ef_search)
+
+    def _set_hnsw(self, ef_search: int) -> None:
+        if self._ef_set != ef_search:
+            self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search)})
+            self._ef_set = ef_search
+
+    def selectivity(self, space: SpaceIndex) -> float:
+        """The share of the space's chunks the filters keep, as the planner estimates it (1 without filters
+        or where the space's size is not known)."""
+        if not self.filtered or not space.rows:
+            return 1.0
+        (plan,) = self.conn.execute(filtered_rows_query(space.id), self.params).fetchone()
+        return min(plan[0]["Plan"]["Plan Rows"] / space.rows, 1.0)
+
+    def effort(self, space: SpaceIndex, limit: int) -> vector_effort.Effort:
+        """The vector arm's effort in `space` for `limit` chunks (once per space and limit in a session)."""
+        key = (space.id, limit)
+        if key not in self._efforts:
+            selectivity = 1.0 if self.ef_search is not None else self.selectivity(space)
+            self._efforts[key] = vector_effort.choose_effort(space.rows, selectivity, limit, self.ef_search)
+        return self._efforts[key]
 
     def embedding_spaces(self) -> list[str | None]:
         """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
@@ -308,7 +343,7 @@ class ReadSession:
             indexed = cursor.execute(QUERY_SPACES).fetchall()
         name = spaces.vector_arm_space([row.space for row in indexed], space)
         found = next((row for row in indexed if row.space == name and row.id is not None), None)
-        return SpaceIndex(found.id, found.dimensions) if found is not None else None
+        return SpaceIndex(found.id, found.dimensions, found.rows) if found is not None else None
 
     def vector_arm(
         self, embedding: np.ndarray, limit: int, exact: bool = False, *, space: SpaceIndex | None
@@ -322,6 +357,11 @@ class ReadSession:
         exact = exact or self.exact_vectors
         if len(embedding) != space.dimensions:
             raise ValueError(f"a query vector of {len(embedding)} dimensions for a space of {space.dimensions}")
+        if not exact and self.ef_search is None:
+            effort = self.effort(space, limit)
+            exact = effort.exact
+            if not exact:
+                self._set_hnsw(effort.ef_search)
         query = vector_arm_query(
             "vector_arm_exact" if exact else "vector_arm", self.filtered, space.id, space.dimensions
         )

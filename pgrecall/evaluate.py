@@ -216,7 +216,7 @@ def run_eval(
         if hnsw_recall:
             say("measuring the HNSW index against exact search")
             result["ann_recall@10"] = ann_recall(searcher, list(dataset.queries.values()))
-            result["ef_search"] = settings.ef_search
+            result["ef_search"] = settings.ef_search if settings.ef_search is not None else "chosen per search"
     result["indexing"] = indexing
     return result
 
@@ -228,8 +228,10 @@ def _nearest(searcher, vectors, k: int, exact: bool) -> list[list[int]]:
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
         space = session.query_space(searcher.embedder.space)
+        # As many candidates as a search asks (pgrecall.api.search), of which the first k: the effort is the search's.
         return [
-            [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=exact, space=space)] for vector in vectors
+            [chunk_id for chunk_id, _ in session.vector_arm(vector, max(k, 100), exact=exact, space=space)[:k]]
+            for vector in vectors
         ]
 
 

@@ -124,7 +124,7 @@ def run_conversation_eval(
         if hnsw_recall:
             say("measuring the HNSW index against exact search")
             result["ann_recall@10"] = ann_recall(searcher, [question.text for question in dataset.questions])
-            result["ef_search"] = settings.ef_search
+            result["ef_search"] = settings.ef_search if settings.ef_search is not None else "chosen per search"
     result["indexing"] = indexing
     return result
 
