@@ -303,8 +303,8 @@ class Searcher:
         vectors = self.embedder.embed_queries(variants) if mode in ("hybrid", "vector") else None
 
         lists: list[RankedList] = []
-        # A keyword search sets no HNSW settings, which are a transaction's: its statements need none.
-        with self.pool.connection() as conn, conn.transaction() if vectors is not None else store.statements(conn):
+        # No BEGIN and COMMIT: no read needs one snapshot, and the HNSW settings are the connection's.
+        with self.pool.connection() as conn, store.statements(conn):
             session = store.ReadSession(
                 conn,
                 request.filters,

@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import functools
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -66,6 +67,8 @@ def filtered_rows_query(space_id: int) -> sql.Composed:
 
 
 QUERY_SPACES = _RAW["query_spaces"].replace("{embedding_spaces}", _RAW["embedding_spaces"])
+# Without parameters two statements go in one simple query: one round trip, two results.
+SPACES_AND_LANGUAGES = f"{QUERY_SPACES};\n{_RAW['index_languages']}"
 
 
 # The arms' hits are named tuples rather than dataclasses: fusion, the evaluation and
@@ -181,9 +184,9 @@ def _configure_read_only(conn: psycopg.Connection) -> None:
 def statements(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
     """`conn` (of a pool of open_pool) for statements each in a transaction of its own: no BEGIN and
     no COMMIT, two round trips of the four a keyword search took. Reads that need no one snapshot
-    (under READ COMMITTED each statement takes its own anyway) and set nothing for a transaction
-    (the vector arm's HNSW settings are its transaction's) run so. Read-only all the same: the pool's
-    connections default every transaction to read-only."""
+    (under READ COMMITTED each statement takes its own anyway) run so, searches with a vector arm
+    too: its HNSW settings are then the connection's, set once (ReadSession._set_hnsw). Read-only all
+    the same: the pool's connections default every transaction to read-only."""
     conn.autocommit = True
     try:
         yield conn
@@ -272,6 +275,11 @@ def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
     return pool
 
 
+# The hnsw.ef_search each pooled connection holds for its session, where a search outside a transaction
+# set it (ReadSession._set_hnsw). Nothing else on the search side's connections sets it for the session.
+_CONNECTION_EF: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
+
+
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
     values: dict[str, Any] = {name: None for name in FILTER_FIELDS}
     for name, value in (filters or {}).items():
@@ -307,12 +315,19 @@ class ReadSession:
         self.ef_search = ef_search
         self._ef_set: int | None = None  # the hnsw.ef_search this transaction holds, where set here
         self._efforts: dict[tuple[int, int], vector_effort.Effort] = {}
+        self._index_languages: list[str] | None = None
         if vectors and not exact_vectors and ef_search is not None:
             self._set_hnsw(ef_search)
 
     def _set_hnsw(self, ef_search: int) -> None:
-        if self._ef_set != ef_search:
-            self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search)})
+        """The HNSW settings for the next vector arm: the transaction's, or, for statements outside one
+        (store.statements), the connection's, which later searches on it find already set (no round trip)."""
+        if self.conn.autocommit:
+            if _CONNECTION_EF.get(self.conn) != ef_search:
+                self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search), "local": False})
+                _CONNECTION_EF[self.conn] = ef_search
+        elif self._ef_set != ef_search:
+            self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search), "local": True})
             self._ef_set = ef_search
 
     def selectivity(self, space: SpaceIndex) -> float:
@@ -338,9 +353,15 @@ class ReadSession:
 
     def query_space(self, space: str) -> SpaceIndex | None:
         """The space a query embedded in `space` is compared with; None when the index holds no
-        vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces)."""
+        vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces).
+        The index's languages come in the same round trip (two statements, no parameters), for
+        index_languages to answer without one."""
         with self.conn.cursor(row_factory=class_row(IndexedSpace)) as cursor:
-            indexed = cursor.execute(QUERY_SPACES).fetchall()
+            cursor.execute(SPACES_AND_LANGUAGES)
+            indexed = cursor.fetchall()
+            cursor.nextset()
+            cursor.row_factory = scalar_row
+            self._index_languages = cursor.fetchall()
         name = spaces.vector_arm_space([row.space for row in indexed], space)
         found = next((row for row in indexed if row.space == name and row.id is not None), None)
         return SpaceIndex(found.id, found.dimensions, found.rows) if found is not None else None
@@ -430,9 +451,12 @@ class ReadSession:
             return cursor.execute(_RAW["passage_chunks"], params).fetchall()
 
     def index_languages(self) -> list[str]:
-        """The languages (text search configurations) of the indexed documents."""
-        with self.conn.cursor(row_factory=scalar_row) as cursor:
-            return cursor.execute(_RAW["index_languages"]).fetchall()
+        """The languages (text search configurations) of the indexed documents (read with the query's
+        space where query_space ran)."""
+        if self._index_languages is None:
+            with self.conn.cursor(row_factory=scalar_row) as cursor:
+                self._index_languages = cursor.execute(_RAW["index_languages"]).fetchall()
+        return self._index_languages
 
     def languages(self, chunk_ids: Sequence[int]) -> dict[int, str]:
         """chunk id -> its language, for fusion."""

@@ -27,7 +27,9 @@ AND (%(before)s::timestamptz IS NULL OR d.occurred_at < %(before)s)
 -- The vector arm's HNSW settings for this transaction, in one round trip: ef_search is
 -- PGRECALL_EF_SEARCH where set, else chosen for the space searched (pgrecall.api.vector_effort).
 -- pgvector 0.8's iterative scan keeps reading the graph until enough rows pass the filter.
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)
+-- local: for this transaction; false: for the connection's session (statements outside a transaction).
+SELECT set_config('hnsw.ef_search', %(ef_search)s, %(local)s),
+       set_config('hnsw.iterative_scan', 'relaxed_order', %(local)s)
 
 -- vector_arm --
 -- Each nearest chunk of one embedding space with its cosine similarity (1 - cosine distance),
