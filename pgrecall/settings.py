@@ -222,7 +222,7 @@ SETTINGS: tuple[Setting, ...] = (
         "HNSW ef_search for every vector search; unset, each search reads as much of the graph as the size of "
         "the space it searches and its filters need for recall@10 >= 0.95, or ranks exactly where that is cheaper",
         minimum=1,
-        shown="chosen per search: 40 to 400, or exact",
+        shown="chosen per search: 100 to 400, or exact",
     ),
     Setting(
         "shared_buffers",
