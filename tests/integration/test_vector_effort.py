@@ -97,3 +97,21 @@ def test_a_search_with_a_filter_finds_what_exact_search_finds(analysed, settings
         expected = [hit.chunk_id for hit in exact.search(QUERY, k=10, filters=FILTER, mode="vector")]
     found = [hit.chunk_id for hit in analysed.search(QUERY, k=10, filters=FILTER, mode="vector")]
     assert found == expected and len(found) == 10
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"metadata": {"tags": "incident"}},
+        {"kind": "markdown", "since": "2020-01-01T00:00:00+00:00"},
+        {"modified_since": "2020-01-01T00:00:00+00:00", "project": "garden"},
+        {"root": "notes", "source_root": "/nowhere", "before": "2030-01-01T00:00:00+00:00"},
+    ],
+)
+def test_every_filter_field_is_estimated(analysed, filters):
+    from pgrecall.contract import validate_filters
+
+    with analysed.pool.connection() as conn, store.statements(conn):
+        session = store.ReadSession(conn, validate_filters(filters), ef_search=None)
+        space = session.query_space(analysed.embedder.space)
+        assert 0 <= session.selectivity(space) <= 1
