@@ -67,8 +67,6 @@ def filtered_rows_query(space_id: int) -> sql.Composed:
 
 
 QUERY_SPACES = _RAW["query_spaces"].replace("{embedding_spaces}", _RAW["embedding_spaces"])
-# Without parameters two statements go in one simple query: one round trip, two results.
-SPACES_AND_LANGUAGES = f"{QUERY_SPACES};\n{_RAW['index_languages']}"
 
 
 # The arms' hits are named tuples rather than dataclasses: fusion, the evaluation and
@@ -353,15 +351,9 @@ class ReadSession:
 
     def query_space(self, space: str) -> SpaceIndex | None:
         """The space a query embedded in `space` is compared with; None when the index holds no
-        vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces).
-        The index's languages come in the same round trip (two statements, no parameters), for
-        index_languages to answer without one."""
+        vectors. EmbeddingSpaceMismatch when it holds vectors of other spaces only (api.spaces)."""
         with self.conn.cursor(row_factory=class_row(IndexedSpace)) as cursor:
-            cursor.execute(SPACES_AND_LANGUAGES)
-            indexed = cursor.fetchall()
-            cursor.nextset()
-            cursor.row_factory = scalar_row
-            self._index_languages = cursor.fetchall()
+            indexed = cursor.execute(QUERY_SPACES).fetchall()
         name = spaces.vector_arm_space([row.space for row in indexed], space)
         found = next((row for row in indexed if row.space == name and row.id is not None), None)
         return SpaceIndex(found.id, found.dimensions, found.rows) if found is not None else None
@@ -451,8 +443,7 @@ class ReadSession:
             return cursor.execute(_RAW["passage_chunks"], params).fetchall()
 
     def index_languages(self) -> list[str]:
-        """The languages (text search configurations) of the indexed documents (read with the query's
-        space where query_space ran)."""
+        """The languages (text search configurations) of the indexed documents (read once a session)."""
         if self._index_languages is None:
             with self.conn.cursor(row_factory=scalar_row) as cursor:
                 self._index_languages = cursor.execute(_RAW["index_languages"]).fetchall()
