@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import functools
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -24,7 +25,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgrecall import bm25
-from pgrecall.api import keyword, spaces
+from pgrecall.api import keyword, spaces, vector_effort
 from pgrecall.contract import FILTER_FIELDS
 from pgrecall.errors import DatabaseUnavailable, first_line
 from pgrecall.postgres import database, queries
@@ -60,6 +61,12 @@ def vector_arm_query(name: str, filtered: bool, space_id: int, dimensions: int) 
     )
 
 
+@functools.cache
+def filtered_rows_query(space_id: int) -> sql.Composed:
+    """The plan (never run) of the chunks of one space the filters keep, for its estimate of their number."""
+    return sql.SQL(_expand(_RAW["filtered_rows"], True, "c.id")).format(space_id=sql.Literal(int(space_id)))
+
+
 QUERY_SPACES = _RAW["query_spaces"].replace("{embedding_spaces}", _RAW["embedding_spaces"])
 
 
@@ -77,6 +84,7 @@ class SpaceIndex(NamedTuple):
 
     id: int
     dimensions: int
+    rows: float | None = None  # its chunks, as estimated without a count (None: not known yet)
 
 
 class IndexedSpace(NamedTuple):
@@ -85,6 +93,7 @@ class IndexedSpace(NamedTuple):
     space: str | None
     id: int | None
     dimensions: int | None
+    rows: float | None  # the space's chunks as its HNSW index's statistics estimate them (None: not known)
 
 
 class KeywordHit(NamedTuple):
@@ -174,9 +183,9 @@ def _configure_read_only(conn: psycopg.Connection) -> None:
 def statements(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
     """`conn` (of a pool of open_pool) for statements each in a transaction of its own: no BEGIN and
     no COMMIT, two round trips of the four a keyword search took. Reads that need no one snapshot
-    (under READ COMMITTED each statement takes its own anyway) and set nothing for a transaction
-    (the vector arm's HNSW settings are its transaction's) run so. Read-only all the same: the pool's
-    connections default every transaction to read-only."""
+    (under READ COMMITTED each statement takes its own anyway) run so, searches with a vector arm
+    too: its HNSW settings are then the connection's, set once (ReadSession._set_hnsw). Read-only all
+    the same: the pool's connections default every transaction to read-only."""
     conn.autocommit = True
     try:
         yield conn
@@ -265,6 +274,11 @@ def open_pool(url: str, max_size: int = 4) -> ConnectionPool:
     return pool
 
 
+# The hnsw.ef_search each pooled connection holds for its session, where a search outside a transaction
+# set it (ReadSession._set_hnsw). Nothing else on the search side's connections sets it for the session.
+_CONNECTION_EF: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
+
+
 def _filter_values(filters: dict[str, Any] | None) -> dict[str, Any]:
     values: dict[str, Any] = {name: None for name in FILTER_FIELDS}
     for name, value in (filters or {}).items():
@@ -278,13 +292,16 @@ class ReadSession:
     vectors=False: a session without a vector arm (keyword mode) skips the HNSW settings, a
     round trip; its vector_arm refuses. exact_vectors=True: every vector arm is computed exactly,
     without the approximate index (evaluations: figures that do not depend on the graph's build).
+    ef_search: PGRECALL_EF_SEARCH where set, for every vector arm of the session (set at once, as
+    before the effort was chosen); None: each vector arm's effort is chosen for its space and the
+    filters (pgrecall.api.vector_effort), its HNSW settings set just before it.
     """
 
     def __init__(
         self,
         conn: psycopg.Connection,
         filters: dict[str, Any] | None,
-        ef_search: int,
+        ef_search: int | None,
         *,
         vectors: bool = True,
         exact_vectors: bool = False,
@@ -294,8 +311,39 @@ class ReadSession:
         self.params = _filter_values(filters)
         self.vectors = vectors
         self.exact_vectors = exact_vectors
-        if vectors and not exact_vectors:
-            conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search)})
+        self.ef_search = ef_search
+        self._ef_set: int | None = None  # the hnsw.ef_search this transaction holds, where set here
+        self._efforts: dict[tuple[int, int], vector_effort.Effort] = {}
+        self._index_languages: list[str] | None = None
+        if vectors and not exact_vectors and ef_search is not None:
+            self._set_hnsw(ef_search)
+
+    def _set_hnsw(self, ef_search: int) -> None:
+        """The HNSW settings for the next vector arm: the transaction's, or, for statements outside one
+        (store.statements), the connection's, which later searches on it find already set (no round trip)."""
+        if self.conn.autocommit:
+            if _CONNECTION_EF.get(self.conn) != ef_search:
+                self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search), "local": False})
+                _CONNECTION_EF[self.conn] = ef_search
+        elif self._ef_set != ef_search:
+            self.conn.execute(_RAW["hnsw_settings"], {"ef_search": str(ef_search), "local": True})
+            self._ef_set = ef_search
+
+    def selectivity(self, space: SpaceIndex) -> float:
+        """The share of the space's chunks the filters keep, as the planner estimates it (1 without filters
+        or where the space's size is not known)."""
+        if not self.filtered or not space.rows:
+            return 1.0
+        (plan,) = self.conn.execute(filtered_rows_query(space.id), self.params).fetchone()
+        return min(plan[0]["Plan"]["Plan Rows"] / space.rows, 1.0)
+
+    def effort(self, space: SpaceIndex, limit: int) -> vector_effort.Effort:
+        """The vector arm's effort in `space` for `limit` chunks (once per space and limit in a session)."""
+        key = (space.id, limit)
+        if key not in self._efforts:
+            selectivity = 1.0 if self.ef_search is not None else self.selectivity(space)
+            self._efforts[key] = vector_effort.choose_effort(space.rows, selectivity, limit, self.ef_search)
+        return self._efforts[key]
 
     def embedding_spaces(self) -> list[str | None]:
         """The embedding spaces of the indexed vectors; None for vectors whose space was not recorded."""
@@ -309,7 +357,7 @@ class ReadSession:
             indexed = cursor.execute(QUERY_SPACES).fetchall()
         name = spaces.vector_arm_space([row.space for row in indexed], space)
         found = next((row for row in indexed if row.space == name and row.id is not None), None)
-        return SpaceIndex(found.id, found.dimensions) if found is not None else None
+        return SpaceIndex(found.id, found.dimensions, found.rows) if found is not None else None
 
     def vector_arm(
         self, embedding: np.ndarray, limit: int, exact: bool = False, *, space: SpaceIndex | None
@@ -323,6 +371,11 @@ class ReadSession:
         exact = exact or self.exact_vectors
         if len(embedding) != space.dimensions:
             raise ValueError(f"a query vector of {len(embedding)} dimensions for a space of {space.dimensions}")
+        if not exact and self.ef_search is None:
+            effort = self.effort(space, limit)
+            exact = effort.exact
+            if not exact:
+                self._set_hnsw(effort.ef_search)
         query = vector_arm_query(
             "vector_arm_exact" if exact else "vector_arm", self.filtered, space.id, space.dimensions
         )
@@ -391,9 +444,11 @@ class ReadSession:
             return cursor.execute(_RAW["passage_chunks"], params).fetchall()
 
     def index_languages(self) -> list[str]:
-        """The languages (text search configurations) of the indexed documents."""
-        with self.conn.cursor(row_factory=scalar_row) as cursor:
-            return cursor.execute(_RAW["index_languages"]).fetchall()
+        """The languages (text search configurations) of the indexed documents (read once a session)."""
+        if self._index_languages is None:
+            with self.conn.cursor(row_factory=scalar_row) as cursor:
+                self._index_languages = cursor.execute(_RAW["index_languages"]).fetchall()
+        return self._index_languages
 
     def languages(self, chunk_ids: Sequence[int]) -> dict[int, str]:
         """chunk id -> its language, for fusion."""

@@ -305,12 +305,12 @@ class Searcher:
         vectors = self.embedder.embed_queries(variants) if mode in ("hybrid", "vector") else None
 
         lists: list[RankedList] = []
-        # A keyword search sets no HNSW settings, which are a transaction's: its statements need none.
-        with self.pool.connection() as conn, conn.transaction() if vectors is not None else store.statements(conn):
+        # No BEGIN and COMMIT: no read needs one snapshot, and the HNSW settings are the connection's.
+        with self.pool.connection() as conn, store.statements(conn):
             session = store.ReadSession(
                 conn,
                 request.filters,
-                ef_search=max(self.settings.ef_search, limit),
+                ef_search=None if self.settings.ef_search is None else max(self.settings.ef_search, limit),
                 vectors=vectors is not None,
                 exact_vectors=self.exact_vectors,
             )

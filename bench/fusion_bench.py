@@ -72,7 +72,9 @@ def main() -> int:
     with store.open_pool(url, max_size=1) as pool, pool.connection() as conn:
         for candidates in (100, 300):
             with conn.transaction():
-                session = store.ReadSession(conn, None, ef_search=max(settings.ef_search, candidates))
+                session = store.ReadSession(
+                    conn, None, ef_search=settings.ef_search and max(settings.ef_search, candidates)
+                )
                 space = session.query_space(embedder.space)
                 for query_id, vector in zip(query_ids, vectors, strict=True):
                     keyword = [i for i, _ in session.keyword_arm(dataset.queries[query_id], candidates, depth=1000)]

@@ -89,7 +89,7 @@ def main() -> int:
             vectors = embedder.embed_queries(queries)
             with Searcher(url, these, embedder=embedder, pool_size=1) as searcher:
                 with searcher.pool.connection() as conn, conn.transaction():
-                    session = store.ReadSession(conn, None, ef_search=max(these.ef_search, 100))
+                    session = store.ReadSession(conn, None, ef_search=these.ef_search and max(these.ef_search, 100))
                     space = session.query_space(embedder.space)
                     query = store.vector_arm_query("vector_arm", False, space.id, space.dimensions)
                     params = {**dict.fromkeys(FILTER_FIELDS), "embedding": vectors[0], "limit": 100}

@@ -562,7 +562,9 @@ def part_latencies(searcher, queries: list[str]) -> dict[str, dict[str, float]]:
         embedding_ms.append((time.perf_counter() - started) * 1000)
     keyword_ms, vector_ms = [], []
     with searcher.pool.connection() as conn, conn.transaction():
-        session = store.ReadSession(conn, None, ef_search=max(searcher.settings.ef_search, 100))
+        session = store.ReadSession(
+            conn, None, ef_search=searcher.settings.ef_search and max(searcher.settings.ef_search, 100)
+        )
         space = session.query_space(searcher.embedder.space)
         for query, vector in zip(queries, vectors, strict=True):
             started = time.perf_counter()

@@ -31,7 +31,7 @@ EXPLAINED_IN = {
     "PGRECALL_RRF_K": "architecture.md",
     "PGRECALL_FUSION_ALPHA": "architecture.md",
     "PGRECALL_LANGUAGES": "languages.md",
-    "PGRECALL_EF_SEARCH": "benchmarks.md#scale",
+    "PGRECALL_EF_SEARCH": "search.md#the-vector-arms-effort",
     "PGRECALL_SHARED_BUFFERS": "service.md#the-embedded-servers-page-cache",
     "PGRECALL_CONFIG": "sources-and-indexing.md#sources",
     "PGRECALL_RECONCILE_SECONDS": "service.md",

@@ -216,7 +216,14 @@ SETTINGS: tuple[Setting, ...] = (
         "use that language's stemming and stop words, unsure text `simple`; a front-matter lang: overrides",
         default="en,de",
     ),
-    Setting("ef_search", "PGRECALL_EF_SEARCH", "HNSW ef_search for the vector arm", default=400, minimum=1),
+    Setting(
+        "ef_search",
+        "PGRECALL_EF_SEARCH",
+        "HNSW ef_search for every vector search; unset, each search reads as much of the graph as the size of "
+        "the space it searches and its filters need for recall@10 >= 0.95, or ranks exactly where that is cheaper",
+        minimum=1,
+        shown="chosen per search: 100 to 400, or exact",
+    ),
     Setting(
         "shared_buffers",
         "PGRECALL_SHARED_BUFFERS",
@@ -383,7 +390,7 @@ class Settings:
     rrf_k: int
     fusion_alpha: float
     languages: str
-    ef_search: int
+    ef_search: int | None
     shared_buffers: str
     log_format: str | None
     config_file: Path

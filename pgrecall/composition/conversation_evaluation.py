@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall import locomo
-from pgrecall.composition.evaluation import MODES, _safe_name, ann_recall, eval_database_url, index_figures, percentile
+from pgrecall.composition.evaluation import MODES, ann_recall, eval_database_url, index_figures, percentile, safe_name
 from pgrecall.settings import Settings
 
 SCOPES = ("within", "across")  # the question's own conversation; every conversation at once
@@ -54,7 +54,7 @@ def write_exports(dataset: locomo.Dataset, folder: Path) -> dict[str, tuple[str,
 
 
 def conversation_file(sample_id: str) -> str:
-    return f"{_safe_name(sample_id)}.json"
+    return f"{safe_name(sample_id)}.json"
 
 
 def hit_texts(hits, documents: dict[str, tuple[str, int]]) -> list[locomo.HitText]:
@@ -82,7 +82,7 @@ def run_conversation_eval(
 
     say = progress or (lambda message: None)
     dataset = locomo.load(path.expanduser().resolve())
-    folder = settings.home / "eval" / _safe_name(dataset.name) / "conversations"
+    folder = settings.home / "eval" / safe_name(dataset.name) / "conversations"
     documents = write_exports(dataset, folder)
     url = eval_database_url(settings, dataset.name, fresh)
     say(f"indexing {len(dataset.conversations)} conversations ({len(documents)} sessions) into its own database")
@@ -134,7 +134,7 @@ def run_conversation_eval(
         if hnsw_recall:
             say("measuring the HNSW index against exact search")
             result["ann_recall@10"] = ann_recall(searcher, [question.text for question in dataset.questions])
-            result["ef_search"] = settings.ef_search
+            result["ef_search"] = settings.ef_search if settings.ef_search is not None else "chosen per search"
     result["indexing"] = indexing
     return result
 

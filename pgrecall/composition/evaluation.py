@@ -78,7 +78,7 @@ def load_dataset(directory: Path, split: str = "test") -> Dataset:
     return Dataset(directory.name, corpus, queries, qrels)
 
 
-def _safe_name(corpus_id: str) -> str:
+def safe_name(corpus_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in corpus_id)
 
 
@@ -90,7 +90,7 @@ def write_notes(dataset: Dataset, folder: Path) -> dict[str, str]:
         for line in lines:
             entry = json.loads(line)
             corpus_id = str(entry["_id"])
-            name = f"{_safe_name(corpus_id)}.md"
+            name = f"{safe_name(corpus_id)}.md"
             title = " ".join((entry.get("title") or "").split())
             text = f"# {title}\n\n{entry.get('text', '')}\n" if title else f"{entry.get('text', '')}\n"
             path = folder / name
@@ -102,7 +102,7 @@ def write_notes(dataset: Dataset, folder: Path) -> dict[str, str]:
 
 def eval_database_name(dataset_name: str) -> str:
     """The database `pgrecall eval` indexes a dataset into (bench/web_bench.py --eval serves it)."""
-    return f"pgrecall_eval_{_safe_name(dataset_name).lower()}"[:63]
+    return f"pgrecall_eval_{safe_name(dataset_name).lower()}"[:63]
 
 
 def eval_database_url(settings: Settings, dataset: Dataset | str, fresh: bool) -> str:
@@ -180,7 +180,7 @@ def run_eval(
 
     say = progress or (lambda message: None)
     dataset = load_dataset(directory, split)
-    folder = settings.home / "eval" / _safe_name(dataset.name) / "notes"
+    folder = settings.home / "eval" / safe_name(dataset.name) / "notes"
     mapping = write_notes(dataset, folder)
     url = eval_database_url(settings, dataset, fresh)
     say(f"indexing {len(mapping)} notes of {dataset.name} into its own database")
@@ -216,7 +216,7 @@ def run_eval(
         if hnsw_recall:
             say("measuring the HNSW index against exact search")
             result["ann_recall@10"] = ann_recall(searcher, list(dataset.queries.values()))
-            result["ef_search"] = settings.ef_search
+            result["ef_search"] = settings.ef_search if settings.ef_search is not None else "chosen per search"
     result["indexing"] = indexing
     return result
 
@@ -228,8 +228,10 @@ def _nearest(searcher, vectors, k: int, exact: bool) -> list[list[int]]:
     with searcher.pool.connection() as conn, conn.transaction():
         session = store.ReadSession(conn, None, ef_search=searcher.settings.ef_search)
         space = session.query_space(searcher.embedder.space)
+        # As many candidates as a search asks (pgrecall.api.search), of which the first k: the effort is the search's.
         return [
-            [chunk_id for chunk_id, _ in session.vector_arm(vector, k, exact=exact, space=space)] for vector in vectors
+            [chunk_id for chunk_id, _ in session.vector_arm(vector, max(k, 100), exact=exact, space=space)[:k]]
+            for vector in vectors
         ]
 
 

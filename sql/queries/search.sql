@@ -24,9 +24,12 @@ AND (%(since)s::timestamptz IS NULL OR d.occurred_at >= %(since)s)
 AND (%(before)s::timestamptz IS NULL OR d.occurred_at < %(before)s)
 
 -- hnsw_settings --
--- The vector arm's HNSW settings for this transaction, in one round trip.
+-- The vector arm's HNSW settings for this transaction, in one round trip: ef_search is
+-- PGRECALL_EF_SEARCH where set, else chosen for the space searched (pgrecall.api.vector_effort).
 -- pgvector 0.8's iterative scan keeps reading the graph until enough rows pass the filter.
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)
+-- local: for this transaction; false: for the connection's session (statements outside a transaction).
+SELECT set_config('hnsw.ef_search', %(ef_search)s, %(local)s),
+       set_config('hnsw.iterative_scan', 'relaxed_order', %(local)s)
 
 -- vector_arm --
 -- Each nearest chunk of one embedding space with its cosine similarity (1 - cosine distance),
@@ -157,9 +160,25 @@ SELECT NULL WHERE EXISTS (SELECT 1 FROM pgrecall.documents WHERE chunk_count > 0
 -- query_spaces --
 -- The embedding spaces of documents with chunks (the query embedding_spaces), each with its id and
 -- width where the index ever held it (0023): what the vector arm needs, in one round trip.
-SELECT s.space, e.id, e.dimensions
+-- rows: the chunks of the space, as the planner estimates a relation's rows (no count): its HNSW
+-- index's tuples per page at the last VACUUM, ANALYZE or build, times its pages now; NULL while
+-- that is not known (pgrecall.api.vector_effort then reads the graph as for the largest index).
+SELECT s.space, e.id, e.dimensions,
+       CASE WHEN i.reltuples > 0 AND i.relpages > 0
+            THEN i.reltuples / i.relpages * (pg_relation_size(i.oid) / current_setting('block_size')::int)
+       END::float8 AS rows
 FROM ({embedding_spaces}) s
 LEFT JOIN pgrecall.embedding_spaces e ON e.space = s.space
+LEFT JOIN pg_class i ON i.relname = 'chunks_embedding_space_' || e.id AND i.relnamespace = 'pgrecall'::regnamespace
+
+-- filtered_rows --
+-- The planner's estimate of the chunks of one space the filters keep (pgrecall.api.vector_effort):
+-- planned, never run. {space_id} as in vector_arm.
+EXPLAIN (FORMAT JSON)
+SELECT c.id
+FROM pgrecall.chunks c
+{filter_joins}
+WHERE c.embedding_space_id = {space_id} AND {document_filter}
 
 -- fetch_hits --
 -- similarity: with the query's vector (NULL when it was not embedded: keyword mode).

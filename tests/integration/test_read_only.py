@@ -264,7 +264,8 @@ WRITES = re.compile(
     r"|REINDEX|CLUSTER|REFRESH|CALL|DO|LOCK|NOTIFY|IMPORT|REASSIGN|nextval|setval|lo_\w+)\b",
     re.IGNORECASE,
 )
-READS = ("SELECT", "WITH", "SET", "SHOW")
+# EXPLAIN plans and runs nothing (EXPLAIN ANALYZE would run its statement: ANALYZE is among WRITES).
+READS = ("SELECT", "WITH", "SET", "SHOW", "EXPLAIN")
 SEARCH_SIDE_SQL = ["search.sql", "status.sql"]  # status.sql: the health a search reports
 SEARCH_SIDE_SOURCES = [*sorted((ROOT / "api").glob("*.py")), ROOT / "pgrecall" / "postgres" / "reader_role.py"]
 

@@ -29,7 +29,7 @@ EXPECTED_DEFAULTS = {
     "rrf_k": 60,
     "fusion_alpha": 0.5,
     "languages": "en,de",
-    "ef_search": 400,
+    "ef_search": None,
     "log_format": None,
     "reconcile_seconds": 600,
     "memory_duplicate_similarity": 0.75,
