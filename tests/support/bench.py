@@ -1,4 +1,4 @@
-"""Modules of bench/, loaded by name (bench/ is no package): scale_bench, web_bench and write_cost."""
+"""Modules of bench/, loaded by file path (bench/ is not installed with pgrecall): scale_bench, web_bench and write_cost."""
 
 import importlib.util
 import sys
