@@ -118,6 +118,10 @@ async def _worker(app: procrastinate.App, settings: Settings, pool, ready: async
     finally:
         ready.clear()
         if not running.done():
+            # A cancel can be lost before the worker's loop starts: a serve stopped during its start-up
+            # logged "Starting worker" after service_stopping and never stopped (test_startup). The
+            # stop request reaches the loop either way.
+            worker.stop()
             running.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await running
